@@ -1,0 +1,25 @@
+import type { Actor } from '../tasks/service.js';
+
+export const SCOPES = {
+  read: 'tasks:read',
+  write: 'tasks:write',
+  admin: 'tasks:admin',
+} as const;
+export const ALL_SCOPES = Object.values(SCOPES);
+
+/** Who a verified bearer token speaks for. */
+export interface Principal {
+  /** The token's `sub`: owner of the tasks it starts. */
+  sub: string;
+  scopes: ReadonlySet<string>;
+  /** Epoch milliseconds of the token's `exp`, if it has one. */
+  expiresAt: number | undefined;
+}
+
+export function hasScope(principal: Principal | null | undefined, scope: string): boolean {
+  return principal?.scopes.has(scope) ?? false;
+}
+
+export function toActor(principal: Principal): Actor {
+  return { id: principal.sub, admin: principal.scopes.has(SCOPES.admin) };
+}

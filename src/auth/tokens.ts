@@ -1,0 +1,103 @@
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { ServiceError } from '../tasks/errors.js';
+import type { Principal } from './principal.js';
+
+export interface VerifierOptions {
+  /** HS256 shared secret. */
+  secret?: string | undefined;
+  /** An identity provider's key set (RS256/ES256); HS256 is then refused. */
+  jwksUrl?: string | undefined;
+  issuer?: string | undefined;
+  audience?: string | undefined;
+  /** Scopes of a token that carries neither `scope` nor `scp`. */
+  defaultScopes: readonly string[];
+  /** Clock skew tolerated on `exp`/`nbf`/`iat`, in seconds. @default 5 */
+  clockToleranceSec?: number;
+  /** Verified tokens remembered at once. @default 10_000 */
+  cacheSize?: number;
+}
+
+/** Longest a token without `exp` stays cached. */
+const NO_EXP_CACHE_MS = 60_000;
+
+const unauthenticated = (message: string) => new ServiceError('UNAUTHENTICATED', message);
+
+/**
+ * Verifies bearer tokens (jose) and remembers verified ones until they expire, so a client
+ * that sends the same token on every request pays for the signature check once.
+ */
+export class TokenVerifier {
+  private readonly cache = new Map<string, { principal: Principal; until: number }>();
+  private readonly key: Uint8Array | JWTVerifyGetKey;
+  private readonly algorithms: string[];
+
+  constructor(private readonly options: VerifierOptions) {
+    if (options.jwksUrl) {
+      this.key = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 30_000 });
+      this.algorithms = ['RS256', 'ES256'];
+    } else if (options.secret) {
+      this.key = new TextEncoder().encode(options.secret);
+      this.algorithms = ['HS256'];
+    } else {
+      throw new Error('TokenVerifier needs a secret or a JWKS URL');
+    }
+  }
+
+  /** @throws ServiceError UNAUTHENTICATED for a missing, malformed, forged or expired token */
+  async verify(token: string): Promise<Principal> {
+    const now = Date.now();
+    const cached = this.cache.get(token);
+    if (cached) {
+      if (cached.until > now) return cached.principal;
+      this.cache.delete(token);
+    }
+    const principal = await this.verifyUncached(token);
+    const until = principal.expiresAt ?? now + NO_EXP_CACHE_MS;
+    if (this.cache.size >= (this.options.cacheSize ?? 10_000)) {
+      // Drop the oldest entry; a Map iterates in insertion order.
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    this.cache.set(token, { principal, until });
+    return principal;
+  }
+
+  async verifyUncached(token: string): Promise<Principal> {
+    let payload: JWTPayload;
+    try {
+      const key = this.key;
+      const options = {
+        algorithms: this.algorithms,
+        clockTolerance: this.options.clockToleranceSec ?? 5,
+        ...(this.options.issuer ? { issuer: this.options.issuer } : {}),
+        ...(this.options.audience ? { audience: this.options.audience } : {}),
+      };
+      ({ payload } = typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options));
+    } catch (err) {
+      if (err instanceof errors.JWTExpired) throw unauthenticated('The token has expired.');
+      if (err instanceof errors.JOSEError) throw unauthenticated(`Invalid token (${err.code}).`);
+      throw err;
+    }
+    if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated('The token has no subject.');
+    return {
+      sub: payload.sub,
+      scopes: new Set(scopesOf(payload) ?? this.options.defaultScopes),
+      expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 + (this.options.clockToleranceSec ?? 5) * 1000 : undefined,
+    };
+  }
+}
+
+function scopesOf(payload: JWTPayload): string[] | undefined {
+  if (typeof payload.scope === 'string') return payload.scope.split(/\s+/).filter(Boolean);
+  if (Array.isArray(payload.scp)) return payload.scp.filter((s): s is string => typeof s === 'string');
+  if (typeof payload.scp === 'string') return payload.scp.split(/\s+/).filter(Boolean);
+  return undefined;
+}
+
+/** The token of an `Authorization: Bearer …` value; `undefined` when absent, an error when malformed. */
+export function bearerToken(header: string | null | undefined): string | undefined {
+  if (header == null || header === '') return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match?.[1]) throw unauthenticated('Expected "Authorization: Bearer <token>".');
+  return match[1];
+}

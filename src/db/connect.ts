@@ -1,0 +1,65 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { PgListener, PGliteListener, type Listener } from './listen.js';
+import { PGliteDialect } from './pglite-dialect.js';
+import type { Database } from './types.js';
+
+export type Backend = 'pg' | 'pglite';
+
+/** The process's database: a kysely instance, its backend, and a way to open the one LISTEN connection. */
+export interface Db {
+  readonly kysely: Kysely<Database>;
+  readonly backend: Backend;
+  /** Opens a dedicated listening connection (never one from the pool). */
+  listener(log: Logger): Listener;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  databaseUrl: string | undefined;
+  /** PGlite's directory when there is no databaseUrl; `memory://` for a throwaway database. */
+  dataDir: string;
+  /** Pool size for pg. @default 10 */
+  poolSize?: number;
+  log: Logger;
+}
+
+export async function connect(options: ConnectOptions): Promise<Db> {
+  return options.databaseUrl ? connectPg(options.databaseUrl, options) : connectPGlite(options.dataDir);
+}
+
+function connectPg(databaseUrl: string, options: ConnectOptions): Db {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.poolSize ?? 10,
+    keepAlive: true,
+    connectionTimeoutMillis: 10_000,
+  });
+  // An idle client whose server went away emits here; without a handler the process dies.
+  pool.on('error', (err) => options.log.warn({ err }, 'idle database connection lost'));
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kysely,
+    backend: 'pg',
+    listener: (log) => new PgListener(databaseUrl, log),
+    close: () => kysely.destroy(),
+  };
+}
+
+async function connectPGlite(dataDir: string): Promise<Db> {
+  if (!dataDir.includes('://')) mkdirSync(dataDir, { recursive: true });
+  const pglite = await PGlite.create(dataDir.includes('://') ? dataDir : `${dataDir.replace(/\/$/, '')}/pgdata`);
+  const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return {
+    kysely,
+    backend: 'pglite',
+    listener: () => new PGliteListener(pglite),
+    close: async () => {
+      await kysely.destroy();
+      await pglite.close();
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import SchemaBuilder from '@pothos/core';
+import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
+import { GraphQLError } from 'graphql';
+import { SCOPES, hasScope, type Principal } from '../auth/principal.js';
+import type { ServiceError } from '../tasks/errors.js';
+import type { TaskService } from '../tasks/service.js';
+
+/** Per-request (per-operation over WebSocket) context. */
+export interface Context {
+  /** The verified caller; null when no token, or a bad one, was sent. */
+  principal: Principal | null;
+  /** Why `principal` is null when a token was sent but refused. */
+  authError: ServiceError | null;
+  tasks: TaskService;
+}
+
+export interface AuthScopes {
+  /** Any valid token. */
+  authenticated: boolean;
+  read: boolean;
+  write: boolean;
+  admin: boolean;
+}
+
+/** Configuration only: types and fields live in their own files (see index.ts). */
+export const builder = new SchemaBuilder<{
+  Context: Context;
+  AuthScopes: AuthScopes;
+  DefaultFieldNullability: false;
+  Scalars: {
+    DateTime: { Input: Date; Output: Date };
+    JSON: { Input: unknown; Output: unknown };
+    ID: { Input: string; Output: string };
+  };
+}>({
+  plugins: [ScopeAuthPlugin],
+  defaultFieldNullability: false,
+  scopeAuth: {
+    authorizeOnSubscribe: true,
+    authScopes: (context) => ({
+      authenticated: context.principal !== null,
+      read: hasScope(context.principal, SCOPES.read),
+      write: hasScope(context.principal, SCOPES.write),
+      admin: hasScope(context.principal, SCOPES.admin),
+    }),
+    // A refused field says why with a contract code: no identity at all, or missing scope.
+    unauthorizedError: (_parent, context) =>
+      context.principal === null
+        ? new GraphQLError(context.authError?.message ?? 'Authentication required: send "Authorization: Bearer <token>".', {
+            extensions: { code: 'UNAUTHENTICATED' },
+          })
+        : new GraphQLError('The token lacks the scope this field needs.', { extensions: { code: 'FORBIDDEN' } }),
+  },
+});

@@ -1,0 +1,11 @@
+import { lexicographicSortSchema, printSchema } from 'graphql';
+import { builder } from './builder.js';
+import './scalars.js';
+import './task.js';
+
+/** The code-first schema; `schema.graphql` is its sorted print. */
+export const schema = builder.toSchema({ sortSchema: false });
+
+export function printSortedSchema(): string {
+  return `${printSchema(lexicographicSortSchema(schema))}\n`;
+}

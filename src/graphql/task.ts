@@ -1,0 +1,226 @@
+import { toActor } from '../auth/principal.js';
+import { ServiceError } from '../tasks/errors.js';
+import type { TaskKind } from '../tasks/kinds.js';
+import { encodeCursor } from '../tasks/service.js';
+import type { TaskStatus } from '../tasks/status.js';
+import type { InputRequest, Task, TaskFailure } from '../tasks/task.js';
+import { builder, type Context } from './builder.js';
+
+/** The caller as the domain sees it. Field scopes have already required a principal. */
+function actor(context: Context) {
+  if (!context.principal) throw context.authError ?? new ServiceError('UNAUTHENTICATED', 'Authentication required.');
+  return toActor(context.principal);
+}
+
+const isOwner = (task: Task, _args: unknown, context: Context) => context.principal?.sub === task.owner;
+
+export const TaskStatusEnum = builder.enumType('TaskStatus', {
+  values: {
+    WORKING: { value: 'working' },
+    INPUT_REQUIRED: { value: 'input_required' },
+    COMPLETED: { value: 'completed' },
+    CANCELLED: { value: 'cancelled' },
+    FAILED: { value: 'failed' },
+  } as const,
+});
+
+const TaskErrorRef = builder.objectRef<TaskFailure>('TaskError').implement({
+  description: 'Why a task failed: HANDLER_ERROR, TIMEOUT, WORKER_LOST, or a code the handler chose.',
+  fields: (t) => ({
+    code: t.exposeString('code'),
+    message: t.exposeString('message'),
+  }),
+});
+
+const TaskInputRequestRef = builder.objectRef<InputRequest>('TaskInputRequest').implement({
+  description: 'What a task waiting for input asks; answer with provideTaskInput(id, key, value).',
+  fields: (t) => ({
+    key: t.exposeString('key'),
+    message: t.exposeString('message'),
+    schema: t.field({ type: 'JSON', nullable: true, resolve: (r) => r.schema ?? null }),
+  }),
+});
+
+export const TaskRef = builder.objectRef<Task>('Task').implement({
+  description: 'A handle on work that outlasts a request.',
+  fields: (t) => ({
+    id: t.exposeID('id', { description: 'The taskId: a random UUID.' }),
+    kind: t.exposeString('kind'),
+    status: t.field({ type: TaskStatusEnum, resolve: (task) => task.status }),
+    statusMessage: t.exposeString('statusMessage', { nullable: true }),
+    progress: t.exposeFloat('progress', { nullable: true, description: '0..1 once the handler reports it.' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    lastUpdatedAt: t.expose('lastUpdatedAt', { type: 'DateTime' }),
+    ttlMs: t.exposeInt('ttlMs', { description: 'Effective retention, from createdAt.' }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+    pollIntervalMs: t.exposeInt('pollIntervalMs', { description: 'How long a poller should wait before asking again.' }),
+    version: t.exposeInt('version', { description: '1 at creation, +1 on every change.' }),
+    input: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'What startTask received. Owner only; null for anyone else.',
+      authScopes: isOwner,
+      unauthorizedResolver: () => null,
+      resolve: (task) => task.input ?? null,
+    }),
+    result: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'Set when COMPLETED. Owner only; null for anyone else.',
+      authScopes: isOwner,
+      unauthorizedResolver: () => null,
+      resolve: (task) => task.result ?? null,
+    }),
+    error: t.field({ type: TaskErrorRef, nullable: true, description: 'Set when FAILED.', resolve: (task) => task.error }),
+    inputRequest: t.field({
+      type: TaskInputRequestRef,
+      nullable: true,
+      description: 'Set when INPUT_REQUIRED. Owner only; null for anyone else.',
+      authScopes: isOwner,
+      unauthorizedResolver: () => null,
+      resolve: (task) => task.inputRequest,
+    }),
+    owner: t.exposeString('owner', {
+      nullable: true,
+      description: 'The principal that started the task. Admins only; null for anyone else.',
+      authScopes: { admin: true },
+      unauthorizedResolver: () => null,
+    }),
+  }),
+});
+
+const TaskKindRef = builder.objectRef<TaskKind>('TaskKind').implement({
+  fields: (t) => ({
+    name: t.exposeString('name'),
+    description: t.exposeString('description'),
+    inputSchema: t.field({ type: 'JSON', nullable: true, resolve: (kind) => kind.inputSchema }),
+  }),
+});
+
+const PageInfoRef = builder.objectRef<{ hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null }>('PageInfo').implement({
+  fields: (t) => ({
+    hasNextPage: t.exposeBoolean('hasNextPage'),
+    hasPreviousPage: t.exposeBoolean('hasPreviousPage'),
+    startCursor: t.exposeString('startCursor', { nullable: true }),
+    endCursor: t.exposeString('endCursor', { nullable: true }),
+  }),
+});
+
+const TaskEdgeRef = builder.objectRef<{ cursor: string; node: Task }>('TaskEdge').implement({
+  fields: (t) => ({
+    cursor: t.exposeString('cursor'),
+    node: t.field({ type: TaskRef, resolve: (edge) => edge.node }),
+  }),
+});
+
+const TaskConnectionRef = builder
+  .objectRef<{ edges: Array<{ cursor: string; node: Task }>; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null } }>('TaskConnection')
+  .implement({
+    fields: (t) => ({
+      edges: t.field({ type: [TaskEdgeRef], resolve: (c) => c.edges }),
+      pageInfo: t.field({ type: PageInfoRef, resolve: (c) => c.pageInfo }),
+    }),
+  });
+
+const StartTaskInput = builder.inputType('StartTaskInput', {
+  fields: (t) => ({
+    kind: t.string({ required: true }),
+    input: t.field({ type: 'JSON' }),
+    ttlMs: t.int({ description: 'Clamped to [TASK_MIN_TTL_MS, TASK_MAX_TTL_MS].' }),
+    idempotencyKey: t.string({ description: '1..255 printable characters; the same key and request return the same task.' }),
+  }),
+});
+
+builder.queryType({});
+builder.mutationType({});
+builder.subscriptionType({});
+
+builder.queryFields((t) => ({
+  task: t.field({
+    type: TaskRef,
+    nullable: true,
+    description: 'null: unknown, expired, or not yours.',
+    authScopes: { read: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, context) => context.tasks.get(actor(context), String(id)),
+  }),
+  tasks: t.field({
+    type: TaskConnectionRef,
+    description: 'Your tasks, newest first. Admins may name another principal with `owner`.',
+    authScopes: { read: true },
+    args: {
+      first: t.arg.int(),
+      after: t.arg.string(),
+      status: t.arg({ type: [TaskStatusEnum] }),
+      owner: t.arg.string({ description: 'Admins only: list this principal’s tasks instead of your own.' }),
+    },
+    resolve: async (_root, args, context) => {
+      const page = await context.tasks.list(actor(context), {
+        first: args.first ?? null,
+        after: args.after ?? null,
+        statuses: (args.status as TaskStatus[] | null | undefined) ?? null,
+        owner: args.owner ?? null,
+      });
+      const edges = page.tasks.map((node) => ({ cursor: encodeCursor(node), node }));
+      return {
+        edges,
+        pageInfo: {
+          hasNextPage: page.hasNextPage,
+          hasPreviousPage: args.after != null,
+          startCursor: edges[0]?.cursor ?? null,
+          endCursor: edges.at(-1)?.cursor ?? null,
+        },
+      };
+    },
+  }),
+  taskKinds: t.field({
+    type: [TaskKindRef],
+    authScopes: { authenticated: true },
+    resolve: (_root, _args, context) => context.tasks.listKinds(),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  startTask: t.field({
+    type: TaskRef,
+    description: 'Accepts the work and returns its handle at once; the task is stored before this answers.',
+    authScopes: { write: true },
+    args: { input: t.arg({ type: StartTaskInput, required: true }) },
+    resolve: async (_root, { input }, context) => {
+      const { task } = await context.tasks.start(actor(context), {
+        kind: input.kind,
+        input: input.input,
+        ttlMs: input.ttlMs ?? null,
+        idempotencyKey: input.idempotencyKey ?? null,
+      });
+      return task;
+    },
+  }),
+  cancelTask: t.field({
+    type: TaskRef,
+    authScopes: { write: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, context) => context.tasks.cancel(actor(context), String(id)),
+  }),
+  provideTaskInput: t.field({
+    type: TaskRef,
+    authScopes: { write: true },
+    args: {
+      id: t.arg.id({ required: true }),
+      key: t.arg.string({ required: true }),
+      value: t.arg({ type: 'JSON', required: true }),
+    },
+    resolve: (_root, { id, key, value }, context) => context.tasks.provideInput(actor(context), String(id), key, value),
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  taskUpdated: t.field({
+    type: TaskRef,
+    description: 'The current state, then every later version in order; completes after the final state.',
+    authScopes: { read: true },
+    args: { id: t.arg.id({ required: true }) },
+    subscribe: (_root, { id }, context) => context.tasks.subscribe(actor(context), String(id)),
+    resolve: (task: Task) => task,
+  }),
+}));

@@ -1,0 +1,136 @@
+import type { Logger } from 'pino';
+import type { Listener } from '../db/listen.js';
+import type { TaskRow } from '../db/types.js';
+import { coerceError } from './errors.js';
+import { READY_CHANNEL, TASK_CHANNEL } from './sql.js';
+
+/** Called with the task's row as re-read after a change, or `undefined` once the row is gone. */
+export type RowWatcher = (row: TaskRow | undefined) => void;
+
+interface Watched {
+  watchers: Set<RowWatcher>;
+  /** Highest version announced by NOTIFY or already read. */
+  announced: number;
+  /** Highest version read and delivered. */
+  delivered: number;
+  reading: boolean;
+  again: boolean;
+}
+
+/**
+ * The process's event hub: one LISTEN connection, fanned out to every local watcher. A
+ * notification carries only `id:version`; the row is re-read once per change per process
+ * however many watchers there are (reads of one task are coalesced), and a notification for
+ * a version already read costs nothing. After the listener reconnects, every watched task
+ * is re-read, so no final state is lost.
+ */
+export class TaskEvents {
+  private readonly watched = new Map<string, Watched>();
+  private readonly readyHandlers = new Set<(kind: string) => void>();
+  private readonly reconnectHandlers = new Set<() => void>();
+
+  constructor(
+    private readonly listener: Listener,
+    private readonly readRow: (id: string) => Promise<TaskRow | undefined>,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.listener.start([TASK_CHANNEL, READY_CHANNEL], {
+      notify: (channel, payload) => {
+        if (channel === TASK_CHANNEL) this.changed(payload);
+        else for (const handler of this.readyHandlers) handler(payload);
+      },
+      reconnected: () => {
+        for (const [id, entry] of this.watched) {
+          entry.announced = Number.MAX_SAFE_INTEGER; // unknown: read whatever is there now
+          this.refresh(id);
+        }
+        for (const handler of this.reconnectHandlers) handler();
+      },
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.listener.stop();
+  }
+
+  /** Runs `handler` whenever a task of some kind becomes claimable (payload: the kind). */
+  onReady(handler: (kind: string) => void): () => void {
+    this.readyHandlers.add(handler);
+    return () => this.readyHandlers.delete(handler);
+  }
+
+  /** Runs `handler` after the listening connection came back (notifications may be lost). */
+  onReconnect(handler: () => void): () => void {
+    this.reconnectHandlers.add(handler);
+    return () => this.reconnectHandlers.delete(handler);
+  }
+
+  /**
+   * Calls `watcher` with the re-read row after each change to task `id`. Register before
+   * reading the current state, so no change falls between the two.
+   * @returns a function that stops watching
+   */
+  watch(id: string, watcher: RowWatcher): () => void {
+    let entry = this.watched.get(id);
+    if (!entry) {
+      entry = { watchers: new Set(), announced: 0, delivered: 0, reading: false, again: false };
+      this.watched.set(id, entry);
+    }
+    entry.watchers.add(watcher);
+    return () => {
+      const current = this.watched.get(id);
+      if (!current) return;
+      current.watchers.delete(watcher);
+      if (current.watchers.size === 0) this.watched.delete(id);
+    };
+  }
+
+  /** Number of tasks watched in this process (for tests and metrics). */
+  get watchedCount(): number {
+    return this.watched.size;
+  }
+
+  private changed(payload: string): void {
+    const colon = payload.lastIndexOf(':');
+    const id = payload.slice(0, colon);
+    const version = Number(payload.slice(colon + 1));
+    const entry = this.watched.get(id);
+    if (!entry || version <= entry.delivered) return;
+    entry.announced = Math.max(entry.announced, version);
+    this.refresh(id);
+  }
+
+  private refresh(id: string): void {
+    const entry = this.watched.get(id);
+    if (!entry) return;
+    if (entry.reading) {
+      entry.again = true;
+      return;
+    }
+    entry.reading = true;
+    entry.again = false;
+    this.readRow(id).then(
+      (row) => {
+        entry.reading = false;
+        if (!row || row.version > entry.delivered) {
+          entry.delivered = row?.version ?? entry.delivered;
+          for (const watcher of [...entry.watchers]) {
+            try {
+              watcher(row);
+            } catch (err) {
+              this.log.error({ err: coerceError(err), taskId: id }, 'task watcher threw');
+            }
+          }
+        }
+        if (entry.again && entry.announced > entry.delivered && this.watched.get(id) === entry) this.refresh(id);
+      },
+      (err: unknown) => {
+        entry.reading = false;
+        this.log.warn({ err: coerceError(err), taskId: id }, 'could not re-read a changed task; retrying');
+        setTimeout(() => this.refresh(id), 200).unref();
+      },
+    );
+  }
+}

@@ -1,0 +1,130 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/types.js';
+import { ServiceError } from './errors.js';
+
+/** What a handler gets. */
+export interface TaskContext<Input = unknown> {
+  readonly taskId: string;
+  readonly owner: string;
+  /** 1 on the first run; higher when the task is re-run after a worker was lost. */
+  readonly attempt: number;
+  readonly input: Input;
+  /** Aborted on cancel, expiry, timeout, lost lease or shutdown; stop promptly when it fires. */
+  readonly signal: AbortSignal;
+  /** Reports progress (0..1) and an optional status message. Writes are throttled; the latest wins. */
+  progress(fraction: number, message?: string): void;
+  /**
+   * Asks the task's owner for input: the task becomes INPUT_REQUIRED until `provideTaskInput`
+   * answers `key` with a value valid against `schema`. An answer already given (on an earlier
+   * attempt) is returned at once.
+   */
+  requestInput<T = unknown>(request: { key: string; message: string; schema?: Record<string, unknown> }): Promise<T>;
+  /** The database, for kinds that read the store (the built-in `export`). */
+  readonly db: Kysely<Database>;
+}
+
+export interface TaskKindOptions<Input, Result> {
+  name: string;
+  description: string;
+  /** JSON Schema (draft 2020-12 subset understood by Ajv) that `input` must satisfy. */
+  inputSchema: Record<string, unknown>;
+  /** Retention when startTask gives none. @default TASK_DEFAULT_TTL_MS */
+  ttlMs?: number;
+  /** What handles tell pollers while working. @default 1000 */
+  pollIntervalMs?: number;
+  /** A run longer than this fails with TIMEOUT; time spent waiting for input does not count. @default 900_000 */
+  timeoutMs?: number;
+  /** Claims before a task whose workers keep vanishing fails with WORKER_LOST. @default 3 */
+  maxAttempts?: number;
+  run(ctx: TaskContext<Input>): Promise<Result>;
+}
+
+export interface TaskKind<Input = unknown, Result = unknown> extends Required<Omit<TaskKindOptions<Input, Result>, 'ttlMs'>> {
+  ttlMs: number | undefined;
+}
+
+/** Declares a kind of task; register it with the app (`createApp({ kinds })`). */
+export function defineTaskKind<Input = unknown, Result = unknown>(options: TaskKindOptions<Input, Result>): TaskKind<Input, Result> {
+  if (!/^[a-z][a-z0-9_.-]{0,63}$/.test(options.name)) throw new Error(`bad task kind name ${JSON.stringify(options.name)}`);
+  return Object.freeze({
+    pollIntervalMs: 1_000,
+    timeoutMs: 900_000,
+    maxAttempts: 3,
+    ...options,
+    ttlMs: options.ttlMs,
+  });
+}
+
+/**
+ * A failure a handler throws on purpose: the task fails with this code instead of
+ * HANDLER_ERROR. Any error with an upper-case `code` property works the same way.
+ */
+export class TaskFailedError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'TaskFailedError';
+  }
+}
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+const compiled = new WeakMap<object, ValidateFunction>();
+
+function describe(errors: ErrorObject[] | null | undefined): string {
+  const first = errors?.[0];
+  if (!first) return 'invalid';
+  return `${first.instancePath || '(root)'} ${first.message ?? 'is invalid'}`;
+}
+
+/**
+ * Validates `value` against a JSON Schema, compiling each schema object once.
+ * @throws ServiceError BAD_USER_INPUT naming what is wrong
+ */
+export function validateAgainst(schema: Record<string, unknown>, value: unknown, what: string): void {
+  let validate = compiled.get(schema);
+  if (!validate) {
+    try {
+      validate = ajv.compile(schema);
+    } catch (err) {
+      throw new ServiceError('BAD_USER_INPUT', `${what}: the schema itself is invalid (${(err as Error).message})`);
+    }
+    compiled.set(schema, validate);
+  }
+  if (!validate(value)) throw new ServiceError('BAD_USER_INPUT', `${what}: ${describe(validate.errors)}`);
+}
+
+export class KindRegistry {
+  private readonly kinds = new Map<string, TaskKind<any, any>>();
+
+  constructor(kinds: Iterable<TaskKind<any, any>> = []) {
+    for (const kind of kinds) this.register(kind);
+  }
+
+  register(kind: TaskKind<any, any>): void {
+    if (this.kinds.has(kind.name)) throw new Error(`task kind ${kind.name} is registered twice`);
+    ajv.compile(kind.inputSchema); // a broken schema fails at boot, not at the first request
+    this.kinds.set(kind.name, kind);
+  }
+
+  get(name: string): TaskKind<any, any> | undefined {
+    return this.kinds.get(name);
+  }
+
+  /** @throws ServiceError BAD_USER_INPUT for an unknown kind */
+  require(name: string): TaskKind<any, any> {
+    const kind = this.kinds.get(name);
+    if (!kind) throw new ServiceError('BAD_USER_INPUT', `Unknown task kind ${JSON.stringify(name)}.`);
+    return kind;
+  }
+
+  names(): string[] {
+    return [...this.kinds.keys()];
+  }
+
+  list(): TaskKind<any, any>[] {
+    return [...this.kinds.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+}

@@ -1,0 +1,126 @@
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { Database, TaskRow } from '../db/types.js';
+import { changedRow, json, notifyChanged, notifyReady } from './sql.js';
+import type { InputRequest, TaskFailure } from './task.js';
+
+/**
+ * The worker's queries. A claim is a lease: (worker_id, attempt) is its fencing token, and
+ * every write below matches it, so a worker that lost its lease changes nothing.
+ */
+type Db = Kysely<Database>;
+
+export interface Lease {
+  workerId: string;
+  attempt: number;
+}
+
+/**
+ * Claims up to `limit` runnable tasks of the given kinds, oldest first, skipping rows other
+ * workers hold. A runnable task is WORKING, unexpired, with no live lease and attempts left;
+ * `attempt` counts the claim.
+ */
+export async function claimTasks(db: Db, workerId: string, kinds: readonly string[], limit: number, leaseMs: number): Promise<TaskRow[]> {
+  const result = await sql<TaskRow>`
+    update tasks t
+    set worker_id = ${workerId}, lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond',
+        attempt = t.attempt + 1
+    from (
+      select id from tasks
+      where status = 'working' and expires_at > now() and kind = any(${kinds}::text[])
+        and (lease_expires_at is null or lease_expires_at < now()) and attempt < max_attempts
+      order by created_at
+      limit ${limit}::int
+      for update skip locked
+    ) c
+    where t.id = c.id
+    returning t.*`.execute(db);
+  return result.rows;
+}
+
+/**
+ * Fails tasks whose lease lapsed after their last allowed attempt (WORKER_LOST). Unleased
+ * tasks waiting for a person are left alone: nobody is running them.
+ */
+export async function failLostTasks(db: Db, limit = 100): Promise<TaskRow[]> {
+  const error: TaskFailure = { code: 'WORKER_LOST', message: 'The task was claimed the maximum number of times and its worker was lost each time.' };
+  const result = await sql<TaskRow>`
+    with t as (
+      update tasks t
+      set status = 'failed', error = ${json(error)}, version = t.version + 1, last_updated_at = now(),
+          worker_id = null, lease_expires_at = null, input_request = null
+      from (
+        select id from tasks
+        where status = 'working' and lease_expires_at < now() and attempt >= max_attempts and expires_at > now()
+        limit ${limit}::int
+        for update skip locked
+      ) c
+      where t.id = c.id
+      returning t.*
+    )
+    select t.*, ${notifyChanged} as notified from t`.execute(db);
+  return result.rows.map((row) => changedRow(row)!);
+}
+
+/** Renews the leases this worker still holds. @returns the ids still held; any other was lost. */
+export async function renewLeases(db: Db, workerId: string, leases: ReadonlyArray<{ id: string; attempt: number }>, leaseMs: number): Promise<Set<string>> {
+  if (leases.length === 0) return new Set();
+  const result = await sql<{ id: string }>`
+    update tasks t set lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
+    from unnest(${leases.map((l) => l.id)}::uuid[], ${leases.map((l) => l.attempt)}::int[]) as h(id, attempt)
+    where t.id = h.id and t.attempt = h.attempt and t.worker_id = ${workerId}
+      and t.status in ('working', 'input_required')
+    returning t.id`.execute(db);
+  return new Set(result.rows.map((r) => r.id));
+}
+
+async function fencedChange(db: Db, id: string, lease: Lease, from: string, set: RawBuilder<unknown>, wake = false): Promise<TaskRow | undefined> {
+  const result = await sql<TaskRow>`
+    with t as (
+      update tasks set ${set}, version = version + 1, last_updated_at = now()
+      where id = ${id}::uuid and worker_id = ${lease.workerId} and attempt = ${lease.attempt}::int
+        and status = ${from} and expires_at > now()
+      returning *
+    )
+    select t.*, ${notifyChanged} as notified${wake ? sql`, ${notifyReady} as ready` : sql.raw('')} from t`.execute(db);
+  return changedRow(result.rows[0]);
+}
+
+export function reportProgress(db: Db, id: string, lease: Lease, progress: number | null, message: string | null) {
+  return fencedChange(db, id, lease, 'working', sql`progress = coalesce(${progress}::float8, progress), status_message = ${message}`);
+}
+
+export function completeTask(db: Db, id: string, lease: Lease, result: unknown) {
+  return fencedChange(
+    db, id, lease, 'working',
+    sql`status = 'completed', result = ${json(result ?? null)}, progress = 1, status_message = null, worker_id = null, lease_expires_at = null`,
+  );
+}
+
+/** Fails the task; `from` is the status it must be in (a timeout may strike while it waits). */
+export function failTask(db: Db, id: string, lease: Lease, error: TaskFailure, from: 'working' | 'input_required' = 'working') {
+  return fencedChange(
+    db, id, lease, from,
+    sql`status = 'failed', error = ${json(error)}, input_request = null, worker_id = null, lease_expires_at = null`,
+  );
+}
+
+export function requestInput(db: Db, id: string, lease: Lease, request: InputRequest) {
+  return fencedChange(db, id, lease, 'working', sql`status = 'input_required', input_request = ${json(request)}, status_message = ${request.message}`);
+}
+
+/**
+ * Gives tasks back without counting the attempt (a graceful stop), so another worker claims
+ * them at once. Waiting tasks stay INPUT_REQUIRED, unleased.
+ */
+export async function releaseLeases(db: Db, workerId: string, leases: ReadonlyArray<{ id: string; attempt: number }>): Promise<number> {
+  if (leases.length === 0) return 0;
+  const result = await sql<{ id: string }>`
+    with t as (
+      update tasks t set worker_id = null, lease_expires_at = null, attempt = greatest(t.attempt - 1, 0)
+      from unnest(${leases.map((l) => l.id)}::uuid[], ${leases.map((l) => l.attempt)}::int[]) as h(id, attempt)
+      where t.id = h.id and t.attempt = h.attempt and t.worker_id = ${workerId}
+      returning t.id, t.kind
+    )
+    select t.id, ${notifyReady} as ready from t`.execute(db);
+  return result.rows.length;
+}

@@ -1,0 +1,72 @@
+import type { TaskRow } from '../db/types.js';
+import type { TaskStatus } from './status.js';
+
+export interface TaskFailure {
+  code: string;
+  message: string;
+}
+
+export interface InputRequest {
+  key: string;
+  message: string;
+  schema?: unknown;
+}
+
+/** A task as the faces see it: the handle plus its payloads. Payload visibility is the faces' job. */
+export interface Task {
+  id: string;
+  owner: string;
+  kind: string;
+  status: TaskStatus;
+  statusMessage: string | null;
+  progress: number | null;
+  createdAt: Date;
+  lastUpdatedAt: Date;
+  ttlMs: number;
+  expiresAt: Date;
+  pollIntervalMs: number;
+  version: number;
+  input: unknown;
+  result: unknown;
+  error: TaskFailure | null;
+  inputRequest: InputRequest | null;
+}
+
+/** The longest a poller is asked to wait, however long a person takes. */
+const MAX_POLL_INTERVAL_MS = 60_000;
+
+/**
+ * How long a poller should wait: the kind's interval while working; while a person is being
+ * asked, a tenth of the time waited so far, at least five times the kind's interval and at
+ * most a minute — people answer in minutes, not milliseconds.
+ */
+export function pollIntervalFor(row: Pick<TaskRow, 'status' | 'poll_interval_ms' | 'last_updated_at'>, now = Date.now()): number {
+  if (row.status !== 'input_required') return row.poll_interval_ms;
+  const waited = now - row.last_updated_at.getTime();
+  return Math.round(Math.min(MAX_POLL_INTERVAL_MS, Math.max(row.poll_interval_ms * 5, waited / 10)));
+}
+
+export function toTask(row: TaskRow, now = Date.now()): Task {
+  return {
+    id: row.id,
+    owner: row.owner,
+    kind: row.kind,
+    status: row.status as TaskStatus,
+    statusMessage: row.status_message,
+    progress: row.progress,
+    createdAt: row.created_at,
+    lastUpdatedAt: row.last_updated_at,
+    ttlMs: row.ttl_ms,
+    expiresAt: row.expires_at,
+    pollIntervalMs: pollIntervalFor(row, now),
+    version: row.version,
+    input: row.input,
+    result: row.result,
+    error: (row.error as TaskFailure | null) ?? null,
+    inputRequest: (row.input_request as InputRequest | null) ?? null,
+  };
+}
+
+export function isExpired(task: Pick<Task, 'expiresAt'>, now = Date.now()): boolean {
+  return task.expiresAt.getTime() <= now;
+}
