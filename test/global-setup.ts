@@ -1,0 +1,37 @@
+import type { TestProject } from 'vitest/node';
+import pg from 'pg';
+import { Kysely, PostgresDialect } from 'kysely';
+import { migrate } from '../src/db/migrate.js';
+import type { Database } from '../src/db/types.js';
+
+/**
+ * With DATABASE_URL set, builds one migrated template database for this run; each test file
+ * clones it into a database of its own (test/helpers/db.ts). Without it, tests use PGlite.
+ */
+export default async function setup(project: TestProject) {
+  const url = process.env.DATABASE_URL;
+  if (!url) return;
+  const template = `taskhandle_tpl_${process.pid}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`drop database if exists ${template}`);
+  await admin.query(`create database ${template}`);
+  const templateUrl = new URL(url);
+  templateUrl.pathname = `/${template}`;
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: templateUrl.toString(), max: 1 }) }) });
+  await migrate(db);
+  await db.destroy();
+  project.provide('pgTemplate', template);
+  return async () => {
+    // Drop databases left by crashed test files, then the template.
+    const left = await admin.query<{ datname: string }>(`select datname from pg_database where datname like 'taskhandle_t_%' or datname = $1`, [template]);
+    for (const { datname } of left.rows) await admin.query(`drop database if exists ${datname} with (force)`);
+    await admin.end();
+  };
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgTemplate: string;
+  }
+}

@@ -1,0 +1,126 @@
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import { createApp, type App } from '../../src/app.js';
+import { mintToken } from '../../src/auth/mint.js';
+import { ALL_SCOPES } from '../../src/auth/principal.js';
+import { loadConfig } from '../../src/config.js';
+import type { TaskKind } from '../../src/tasks/kinds.js';
+import { freshDatabase, type TestDatabase } from './db.js';
+
+export const SECRET = 'taskhandle-test-secret-0123456789abcdef';
+
+export interface TestAppOptions {
+  /** Environment on top of the test defaults (auth secret, port 0, silent logs). */
+  env?: Record<string, string>;
+  kinds?: TaskKind<any, any>[];
+  replaceBuiltInKinds?: boolean;
+  /** Share a database with another app (Postgres only); default: a fresh one. */
+  database?: TestDatabase;
+  backstopMs?: number;
+}
+
+export interface GraphQLResponse<T = any> {
+  data?: T | null;
+  errors?: Array<{ message: string; extensions?: { code?: string } & Record<string, unknown>; path?: Array<string | number> }>;
+}
+
+export interface TestApp {
+  app: App;
+  url: string;
+  wsUrl: string;
+  database: TestDatabase;
+  /** Mints a token for `sub` (default scopes: read and write). */
+  token(sub: string, scopes?: readonly string[], ttl?: string | number): Promise<string>;
+  /** POSTs a GraphQL operation; `token` null sends no Authorization header. */
+  gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GraphQLResponse<T>>;
+  /** A graphql-ws client authenticated with `token`. */
+  ws(token: string | null, options?: { retryAttempts?: number }): Client;
+  stop(): Promise<void>;
+}
+
+/** Starts a real app on a throwaway database, listening on a free loopback port. */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const database = options.database ?? (await freshDatabase());
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    AUTH_JWT_SECRET: SECRET,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: 'memory://',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    TASK_SHUTDOWN_GRACE_MS: '100',
+    ...(database.url ? { DATABASE_URL: database.url } : {}),
+    ...options.env,
+  });
+  const app = await createApp({
+    config,
+    kinds: options.kinds ?? [],
+    replaceBuiltInKinds: options.replaceBuiltInKinds ?? false,
+    ...(options.backstopMs ? { backstopMs: options.backstopMs } : {}),
+  });
+  const url = await app.listen();
+  const wsUrl = `${url.replace(/^http/, 'ws')}/graphql`;
+  const clients: Client[] = [];
+  return {
+    app,
+    url,
+    wsUrl,
+    database,
+    token: (sub, scopes = ['tasks:read', 'tasks:write'], ttl = '1h') => mintToken(SECRET, { sub, scopes, ttl }),
+    async gql(query, variables = {}, token = null) {
+      const response = await fetch(`${url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ query, variables }),
+      });
+      return (await response.json()) as GraphQLResponse;
+    },
+    ws(token, wsOptions = {}) {
+      const client = createClient({
+        url: wsUrl,
+        webSocketImpl: WebSocket,
+        lazy: true,
+        retryAttempts: wsOptions.retryAttempts ?? 0,
+        connectionParams: token ? { authorization: `Bearer ${token}` } : {},
+      });
+      clients.push(client);
+      return client;
+    },
+    async stop() {
+      await Promise.all(clients.map((c) => c.dispose()));
+      await app.stop();
+      if (!options.database) await database.drop();
+    },
+  };
+}
+
+/** Every scope, for an admin token. */
+export const ADMIN_SCOPES = ALL_SCOPES;
+
+/** Collects every event of a subscription until it completes (or errors). */
+export function collect<T = any>(client: Client, query: string, variables: Record<string, unknown>): Promise<{ events: T[]; error?: unknown }> {
+  return new Promise((resolve) => {
+    const events: T[] = [];
+    client.subscribe<T>(
+      { query, variables },
+      {
+        next: (value) => events.push(value.data as T),
+        error: (error) => resolve({ events, error }),
+        complete: () => resolve({ events }),
+      },
+    );
+  });
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, everyMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export const TASK_FIELDS = 'id kind status statusMessage progress version createdAt lastUpdatedAt ttlMs expiresAt pollIntervalMs input result error { code message } inputRequest { key message schema }';

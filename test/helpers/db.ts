@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+
+/** Which backend this run tests: Postgres at DATABASE_URL, or embedded PGlite. */
+export const backend: 'pg' | 'pglite' = process.env.DATABASE_URL ? 'pg' : 'pglite';
+
+export interface TestDatabase {
+  /** `postgres://…` of a database of its own; undefined on PGlite (each app gets `memory://`). */
+  url: string | undefined;
+  drop(): Promise<void>;
+}
+
+/** A throwaway, migrated database, cloned from the run's template. */
+export async function freshDatabase(): Promise<TestDatabase> {
+  const base = process.env.DATABASE_URL;
+  if (!base) return { url: undefined, drop: async () => {} };
+  const name = `taskhandle_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name} template ${inject('pgTemplate')}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: base });
+      await client.connect();
+      try {
+        await client.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
