@@ -1,5 +1,20 @@
 import { defineTaskKind, TaskFailedError } from '../tasks/kinds.js';
 
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    signal.throwIfAborted();
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 interface SleepInput {
   ms: number;
   steps?: number;
@@ -26,11 +41,9 @@ export const sleep = defineTaskKind<SleepInput, { sleptMs: number }>({
     const started = Date.now();
     if (input.ms > 0) {
       for (let step = 1; step <= steps; step++) {
-        const wait = started + (input.ms * step) / steps - Date.now();
-        await new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(resolve, Math.max(0, wait));
-          signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
-        });
+        const until = started + (input.ms * step) / steps;
+        // Timers may fire a millisecond early; wait until the clock really got there.
+        while (Date.now() < until) await delay(until - Date.now(), signal);
         if (step < steps) progress(step / steps, `step ${step} of ${steps}`);
       }
     }

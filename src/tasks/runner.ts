@@ -94,6 +94,11 @@ export class Runner {
     return this.running.size;
   }
 
+  /** True while this process runs (or holds, waiting for input) task `id`. */
+  holds(id: string): boolean {
+    return this.running.has(id);
+  }
+
   /** Starts a claim pass now (or right after the one in progress). */
   wake(): void {
     if (this.stopping) return;

@@ -104,7 +104,8 @@ export function collect<T = any>(client: Client, query: string, variables: Recor
     client.subscribe<T>(
       { query, variables },
       {
-        next: (value) => events.push(value.data as T),
+        // graphql-ws reports a refused subscription (NOT_FOUND, FORBIDDEN…) as a result with errors.
+        next: (value) => (value.errors ? resolve({ events, error: value.errors }) : events.push(value.data as T)),
         error: (error) => resolve({ events, error }),
         complete: () => resolve({ events }),
       },
