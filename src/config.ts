@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 /**
  * Environment → frozen Config. Every variable of DESIGN §1 is parsed here and nowhere else;
  * a bad value throws a ConfigError naming the variable, and `main` stops with its message.
@@ -84,6 +86,9 @@ function bool(env: Env, name: string): boolean | undefined {
 }
 
 const DAY = 86_400_000;
+const HOSTNAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
+/** pino's levels. */
+const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 /** ttlMs travels as a GraphQL Int (32-bit signed): about 24.8 days at most. */
 const MAX_INT = 2_147_483_647;
 
@@ -94,6 +99,9 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('ROLE', `expected api, worker or all, got ${JSON.stringify(role)}`);
   }
   const host = str(env, 'HOST') ?? '127.0.0.1';
+  if (isIP(host) === 0 && !HOSTNAME.test(host)) throw new ConfigError('HOST', `expected an IP address or a host name, got ${JSON.stringify(host)}`);
+  const logLevel = str(env, 'LOG_LEVEL') ?? (env.NODE_ENV === 'test' ? 'silent' : 'info');
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
   const jwtSecret = str(env, 'AUTH_JWT_SECRET');
   if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
@@ -143,7 +151,7 @@ export function loadConfig(env: Env = process.env): Config {
       shutdownGraceMs: int(env, 'TASK_SHUTDOWN_GRACE_MS', 10_000, 0, DAY),
     },
     runnerConcurrency: int(env, 'RUNNER_CONCURRENCY', 8, 1, 10_000),
-    logLevel: str(env, 'LOG_LEVEL') ?? (env.NODE_ENV === 'test' ? 'silent' : 'info'),
+    logLevel,
   };
   Object.freeze(config.auth);
   Object.freeze(config.tasks);

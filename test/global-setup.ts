@@ -22,9 +22,11 @@ export default async function setup(project: TestProject) {
   await migrate(db);
   await db.destroy();
   project.provide('pgTemplate', template);
+  project.provide('pgRun', String(process.pid));
   return async () => {
-    // Drop databases left by crashed test files, then the template.
-    const left = await admin.query<{ datname: string }>(`select datname from pg_database where datname like 'taskhandle_t_%' or datname = $1`, [template]);
+    // Drop databases this run's crashed test files left, then the template. Only this run's:
+    // other runs may share the server (and `_` in a LIKE pattern matches any character).
+    const left = await admin.query<{ datname: string }>(`select datname from pg_database where starts_with(datname, $1) or datname = $2`, [`taskhandle_t_${process.pid}_`, template]);
     for (const { datname } of left.rows) await admin.query(`drop database if exists ${datname} with (force)`);
     await admin.end();
   };
@@ -33,5 +35,7 @@ export default async function setup(project: TestProject) {
 declare module 'vitest' {
   export interface ProvidedContext {
     pgTemplate: string;
+    /** Prefixes this run's databases, so its teardown drops its own only. */
+    pgRun: string;
   }
 }

@@ -19,6 +19,12 @@ export interface VerifierOptions {
 
 /** Longest a token without `exp` stays cached. */
 const NO_EXP_CACHE_MS = 60_000;
+/**
+ * A `kid` missing from the cached key set refetches it at most this often: a key the identity
+ * provider rotates in is accepted within seconds, and tokens with made-up `kid`s cost it at
+ * most one request per interval. (The set is refetched every 10 minutes regardless.)
+ */
+const JWKS_COOLDOWN_MS = 5_000;
 
 const unauthenticated = (message: string) => new ServiceError('UNAUTHENTICATED', message);
 
@@ -33,7 +39,7 @@ export class TokenVerifier {
 
   constructor(private readonly options: VerifierOptions) {
     if (options.jwksUrl) {
-      this.key = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 30_000 });
+      this.key = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: JWKS_COOLDOWN_MS });
       this.algorithms = ['RS256', 'ES256'];
     } else if (options.secret) {
       this.key = new TextEncoder().encode(options.secret);
@@ -87,11 +93,17 @@ export class TokenVerifier {
   }
 }
 
+/**
+ * `scope` (space-separated, RFC 8693) or `scp` (an array, or a string as some providers send
+ * it). `undefined` only when neither claim is present: a claim of another shape grants nothing
+ * rather than the default scopes.
+ */
 function scopesOf(payload: JWTPayload): string[] | undefined {
-  if (typeof payload.scope === 'string') return payload.scope.split(/\s+/).filter(Boolean);
-  if (Array.isArray(payload.scp)) return payload.scp.filter((s): s is string => typeof s === 'string');
-  if (typeof payload.scp === 'string') return payload.scp.split(/\s+/).filter(Boolean);
-  return undefined;
+  const claim = payload.scope !== undefined ? payload.scope : payload.scp;
+  if (claim === undefined) return undefined;
+  if (typeof claim === 'string') return claim.split(/\s+/).filter(Boolean);
+  if (Array.isArray(claim)) return claim.filter((s): s is string => typeof s === 'string');
+  return [];
 }
 
 /** The token of an `Authorization: Bearer …` value; `undefined` when absent, an error when malformed. */

@@ -17,7 +17,8 @@ try {
   });
   if (!values.sub) throw new Error('--sub is required');
   const config = loadConfig();
-  if (config.auth.jwksUrl && !config.auth.jwtSecret) throw new Error('tokens come from the identity provider when AUTH_JWKS_URL is set');
+  // With a key set configured the server refuses HS256, so a token minted here would not work.
+  if (config.auth.jwksUrl) throw new Error('tokens come from the identity provider when AUTH_JWKS_URL is set');
   if (config.production && !config.auth.jwtSecret) throw new Error('NODE_ENV=production needs AUTH_JWT_SECRET to mint tokens');
   const secret = config.auth.jwtSecret ?? devSecret(config.dataDir);
   const token = await mintToken(secret, {

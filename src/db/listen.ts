@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 
 export interface ListenHandlers {
   notify(channel: string, payload: string): void;
+  /** The connection was lost: until `reconnected`, notifications are not arriving. */
+  disconnected?(): void;
   /** LISTEN is back in place after the connection was lost: notifications may have been missed. */
   reconnected(): void;
 }
@@ -33,6 +35,7 @@ export class PgListener implements Listener {
   private stopped = false;
   private failures = 0;
   private heartbeat: NodeJS.Timeout | undefined;
+  private pinging = false;
   private retry: NodeJS.Timeout | undefined;
   private readonly heartbeatMs: number;
   private readonly backoffMs: readonly [number, number];
@@ -62,14 +65,27 @@ export class PgListener implements Listener {
     client.on('notification', (msg) => this.handlers?.notify(msg.channel, msg.payload ?? ''));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('listening connection ended')));
-    await client.connect();
-    for (const channel of this.channels) await client.query(`listen "${channel}"`);
+    try {
+      await client.connect();
+      for (const channel of this.channels) await client.query(`listen "${channel}"`);
+    } catch (err) {
+      client.removeAllListeners('end');
+      client.on('error', () => {});
+      void client.end().catch(() => {});
+      throw err;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
     this.client = client;
     this.failures = 0;
     this.heartbeat = setInterval(() => void this.ping(client), this.heartbeatMs).unref();
   }
 
   private async ping(client: pg.Client): Promise<void> {
+    if (this.pinging) return;
+    this.pinging = true;
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
@@ -81,6 +97,7 @@ export class PgListener implements Listener {
     } catch (err) {
       this.lost(client, err);
     } finally {
+      this.pinging = false;
       clearTimeout(timer);
     }
   }
@@ -93,6 +110,7 @@ export class PgListener implements Listener {
     client.removeAllListeners('end');
     client.on('error', () => {});
     void client.end().catch(() => {});
+    this.handlers?.disconnected?.();
     this.scheduleReconnect();
   }
 
@@ -104,6 +122,7 @@ export class PgListener implements Listener {
       if (this.stopped) return;
       try {
         await this.connect();
+        if (this.stopped) return;
         this.log.info('listening connection restored');
         this.handlers?.reconnected();
       } catch (err) {

@@ -1,6 +1,6 @@
 import SchemaBuilder from '@pothos/core';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, getArgumentValues, type GraphQLResolveInfo } from 'graphql';
 import { SCOPES, hasScope, type Principal } from '../auth/principal.js';
 import type { ServiceError } from '../tasks/errors.js';
 import type { TaskService } from '../tasks/service.js';
@@ -20,6 +20,15 @@ export interface AuthScopes {
   read: boolean;
   write: boolean;
   admin: boolean;
+}
+
+/** The `id` argument of the field being resolved, for the audit line of a refusal. */
+function idArgument(info: GraphQLResolveInfo): string | null {
+  const field = info.parentType.getFields()[info.fieldName];
+  const node = info.fieldNodes[0];
+  if (!field || !node) return null;
+  const { id } = getArgumentValues(field, node, info.variableValues);
+  return typeof id === 'string' ? id : null;
 }
 
 /** Configuration only: types and fields live in their own files (see index.ts). */
@@ -44,11 +53,17 @@ export const builder = new SchemaBuilder<{
       admin: hasScope(context.principal, SCOPES.admin),
     }),
     // A refused field says why with a contract code: no identity at all, or missing scope.
-    unauthorizedError: (_parent, context) =>
-      context.principal === null
+    // (scope-auth's default error reaches clients with no extensions.code at all.)
+    unauthorizedError: (_parent, context, info) => {
+      const code = context.principal === null ? 'UNAUTHENTICATED' : 'FORBIDDEN';
+      // A refused root field is a refused operation, audited. A refused nested field (a payload an
+      // admin may not read) also passes here, but resolves to null: that is no refusal to log.
+      if (!info.path.prev) context.tasks.refused(context.principal?.sub ?? null, info.fieldName, idArgument(info), code);
+      return code === 'UNAUTHENTICATED'
         ? new GraphQLError(context.authError?.message ?? 'Authentication required: send "Authorization: Bearer <token>".', {
-            extensions: { code: 'UNAUTHENTICATED' },
+            extensions: { code },
           })
-        : new GraphQLError('The token lacks the scope this field needs.', { extensions: { code: 'FORBIDDEN' } }),
+        : new GraphQLError('The token lacks the scope this field needs.', { extensions: { code } });
+    },
   },
 });

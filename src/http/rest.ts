@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import { authenticate } from '../auth/authenticate.js';
 import { SCOPES, toActor, type Principal } from '../auth/principal.js';
 import type { TokenVerifier } from '../auth/tokens.js';
-import { ServiceError, coerceError, type ErrorCode } from '../tasks/errors.js';
-import { encodeCursor, type TaskService } from '../tasks/service.js';
+import { ServiceError, coerceError, notFound, type ErrorCode } from '../tasks/errors.js';
+import { encodeCursor, isTaskId, type TaskService } from '../tasks/service.js';
 import { TASK_STATUSES, isTerminal, type TaskStatus } from '../tasks/status.js';
 import type { Task } from '../tasks/task.js';
 
@@ -76,6 +76,16 @@ function retryAfter(task: Task): Record<string, string> {
   return isTerminal(task.status) ? {} : { 'retry-after': String(Math.max(1, Math.ceil(task.pollIntervalMs / 1000))) };
 }
 
+/** RFC 6750 §3: the Bearer challenge, with an error code once a token was sent and refused. */
+function challenge(err: ServiceError, status: number): Record<string, string> {
+  if (status === 403 && typeof err.details?.scope === 'string') {
+    return { 'www-authenticate': `Bearer error="insufficient_scope", scope="${err.details.scope}"` };
+  }
+  if (status !== 401) return {};
+  // No credentials at all: a bare challenge. A refused token: say so, without the reason.
+  return { 'www-authenticate': err.details?.tokenSent ? 'Bearer error="invalid_token"' : 'Bearer' };
+}
+
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}, type = 'application/json'): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': type, 'content-length': String(Buffer.byteLength(text)), 'cache-control': 'no-store', ...headers });
@@ -125,11 +135,23 @@ function parseStatuses(raw: string | null): TaskStatus[] | null {
 export function createRestHandler(options: RestOptions) {
   const { tasks, verifier, log } = options;
 
-  async function principalFor(req: IncomingMessage, scope: string): Promise<Principal> {
+  /** The caller, if it may do `operation`; a refusal is audited like any task operation. */
+  async function principalFor(req: IncomingMessage, scope: string, operation: string, taskId: string | null = null): Promise<Principal> {
     const auth = await authenticate(verifier, req.headers.authorization);
-    if (!auth.principal) throw auth.error ?? new ServiceError('UNAUTHENTICATED', 'Authentication required: send "Authorization: Bearer <token>".');
-    if (!auth.principal.scopes.has(scope)) throw new ServiceError('FORBIDDEN', `The token lacks the ${scope} scope.`);
+    const refuse = (err: ServiceError) => {
+      tasks.refused(auth.principal?.sub ?? null, operation, taskId, err.code === 'FORBIDDEN' ? 'FORBIDDEN' : 'UNAUTHENTICATED');
+      return err;
+    };
+    if (auth.error) throw refuse(new ServiceError(auth.error.code, auth.error.message, { tokenSent: true }));
+    if (!auth.principal) throw refuse(new ServiceError('UNAUTHENTICATED', 'Authentication required: send "Authorization: Bearer <token>".'));
+    if (!auth.principal.scopes.has(scope)) throw refuse(new ServiceError('FORBIDDEN', `The token lacks the ${scope} scope.`, { scope }));
     return auth.principal;
+  }
+
+  /** A path segment that cannot be a taskId names no task: 404, like any unknown id (not 422). */
+  function taskIdOf(id: string): string {
+    if (!isTaskId(id)) throw notFound();
+    return id;
   }
 
   async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
@@ -138,7 +160,7 @@ export function createRestHandler(options: RestOptions) {
     const method = req.method ?? 'GET';
 
     if (parts.length === 2 && method === 'POST') {
-      const principal = await principalFor(req, SCOPES.write);
+      const principal = await principalFor(req, SCOPES.write, 'startTask');
       const body = await readJson(req);
       if (typeof body.kind !== 'string') throw new ServiceError('BAD_USER_INPUT', 'kind must be a string.');
       const key = req.headers['idempotency-key'];
@@ -151,7 +173,7 @@ export function createRestHandler(options: RestOptions) {
       return sendJson(res, 202, toHandle(task, principal, false), { location: `/v1/jobs/${task.id}`, ...retryAfter(task) });
     }
     if (parts.length === 2 && method === 'GET') {
-      const principal = await principalFor(req, SCOPES.read);
+      const principal = await principalFor(req, SCOPES.read, 'tasks');
       const limit = url.searchParams.get('limit');
       const page = await tasks.list(toActor(principal), {
         first: limit === null ? null : Number(limit),
@@ -169,18 +191,19 @@ export function createRestHandler(options: RestOptions) {
       return sendJson(res, 200, { tasks: page.tasks.map((t) => toHandle(t, principal, true)), nextCursor }, headers);
     }
     if (parts.length === 3 && id && method === 'GET') {
-      const principal = await principalFor(req, SCOPES.read);
-      const task = await tasks.get(toActor(principal), id);
-      if (!task) throw new ServiceError('NOT_FOUND', 'Task not found.');
+      const principal = await principalFor(req, SCOPES.read, 'task', id);
+      const task = await tasks.get(toActor(principal), taskIdOf(id));
+      if (!task) throw notFound();
       return sendJson(res, 200, toHandle(task, principal, true), retryAfter(task));
     }
     if (parts.length === 3 && id && method === 'DELETE') {
-      const principal = await principalFor(req, SCOPES.write);
-      const task = await tasks.cancel(toActor(principal), id);
+      const principal = await principalFor(req, SCOPES.write, 'cancelTask', id);
+      const task = await tasks.cancel(toActor(principal), taskIdOf(id));
       return sendJson(res, 200, toHandle(task, principal, true));
     }
     if (parts.length === 4 && id && sub === 'input' && method === 'POST') {
-      const principal = await principalFor(req, SCOPES.write);
+      const principal = await principalFor(req, SCOPES.write, 'provideTaskInput', id);
+      taskIdOf(id);
       const body = await readJson(req);
       if (typeof body.key !== 'string') throw new ServiceError('BAD_USER_INPUT', 'key must be a string.');
       if (!('value' in body)) throw new ServiceError('BAD_USER_INPUT', 'value is required.');
@@ -201,8 +224,7 @@ export function createRestHandler(options: RestOptions) {
     } catch (err) {
       if (err instanceof ServiceError) {
         const status = err instanceof HttpProblem ? err.status : STATUS_OF[err.code];
-        const headers: Record<string, string> = status === 401 ? { 'www-authenticate': 'Bearer' } : {};
-        sendProblem(res, status, err.code, err.message, headers);
+        sendProblem(res, status, err.code, err.message, challenge(err, status));
       } else {
         log.error({ err: coerceError(err), method: req.method, path: url.pathname }, 'unexpected error in the REST face');
         if (!res.headersSent) sendProblem(res, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.');

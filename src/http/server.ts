@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { Context } from '../graphql/builder.js';
+import { createGraphQLPostHandler } from './graphql-post.js';
 import type { ServerContext } from './yoga.js';
 
 export interface HttpRoutes {
@@ -20,6 +21,7 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 
 /** The node HTTP server: health on every role, then REST, then GraphQL. It does not listen. */
 export function createHttpServer(routes: HttpRoutes): Server {
+  const graphql = routes.yoga ? createGraphQLPostHandler(routes.yoga) : undefined;
   const server = createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
@@ -28,7 +30,7 @@ export function createHttpServer(routes: HttpRoutes): Server {
       return send(res, ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable' });
     }
     if (routes.rest && (await routes.rest(req, res))) return;
-    if (routes.yoga && path === '/graphql') return routes.yoga(req, res);
+    if (graphql && path === '/graphql') return graphql(req, res);
     send(res, 404, { status: 404, title: 'Not Found' });
   });
   // Keep-alive sockets outlive a benchmark's burst; close idle ones promptly on stop.

@@ -7,6 +7,7 @@ import type { TokenVerifier } from '../auth/tokens.js';
 import type { Context } from '../graphql/builder.js';
 import { maskError, yogaLogger } from '../graphql/errors.js';
 import type { TaskService } from '../tasks/service.js';
+import { useSharedEventResults } from './shared-events.js';
 
 /** What the WebSocket face hands to yoga: the principal it authenticated at connection_init. */
 export interface ServerContext {
@@ -55,6 +56,7 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
     graphqlEndpoint: '/graphql',
     landingPage: false,
     logging: yogaLogger(options.log),
+    plugins: [useSharedEventResults()],
     maskedErrors: { maskError, isDev: !options.production && process.env.NODE_ENV === 'development' },
     graphiql: options.graphiql
       ? {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Listener } from '../db/listen.js';
 import type { TaskRow } from '../db/types.js';
 import { coerceError } from './errors.js';
+import { RowCache, type RowCacheOptions } from './row-cache.js';
 import { READY_CHANNEL, TASK_CHANNEL } from './sql.js';
 
 /** Called with the task's row as re-read after a change, or `undefined` once the row is gone. */
@@ -14,7 +15,10 @@ interface Watched {
   /** Highest version read and delivered. */
   delivered: number;
   reading: boolean;
+  /** Another read is wanted once the one in flight lands. */
   again: boolean;
+  /** The next read must happen whatever the versions say (notifications may have been missed). */
+  forced: boolean;
 }
 
 /**
@@ -23,17 +27,24 @@ interface Watched {
  * however many watchers there are (reads of one task are coalesced), and a notification for
  * a version already read costs nothing. After the listener reconnects, every watched task
  * is re-read, so no final state is lost.
+ *
+ * The same stream keeps a cache of rows correct (see RowCache): `read` answers an unchanged
+ * task without a query.
  */
 export class TaskEvents {
   private readonly watched = new Map<string, Watched>();
   private readonly readyHandlers = new Set<(kind: string) => void>();
   private readonly reconnectHandlers = new Set<() => void>();
+  private readonly rows: RowCache;
 
   constructor(
     private readonly listener: Listener,
-    private readonly readRow: (id: string) => Promise<TaskRow | undefined>,
+    readRow: (id: string) => Promise<TaskRow | undefined>,
     private readonly log: Logger,
-  ) {}
+    cacheOptions?: RowCacheOptions,
+  ) {
+    this.rows = new RowCache(readRow, cacheOptions);
+  }
 
   async start(): Promise<void> {
     await this.listener.start([TASK_CHANNEL, READY_CHANNEL], {
@@ -41,18 +52,41 @@ export class TaskEvents {
         if (channel === TASK_CHANNEL) this.changed(payload);
         else for (const handler of this.readyHandlers) handler(payload);
       },
+      disconnected: () => this.rows.disconnected(),
       reconnected: () => {
+        this.rows.connected();
         for (const [id, entry] of this.watched) {
-          entry.announced = Number.MAX_SAFE_INTEGER; // unknown: read whatever is there now
+          entry.forced = true; // unknown what was missed: read whatever is there now
           this.refresh(id);
         }
         for (const handler of this.reconnectHandlers) handler();
       },
     });
+    this.rows.connected();
   }
 
   stop(): Promise<void> {
+    this.rows.disconnected();
     return this.listener.stop();
+  }
+
+  /**
+   * Task `id`'s row as stored, expired or not, whoever owns it (callers scope it): from the
+   * cache when the event stream vouches that it is unchanged, else read (one query shared by
+   * concurrent callers).
+   */
+  read(id: string): Promise<TaskRow | undefined> {
+    return this.rows.read(id);
+  }
+
+  /** This process committed version `version` of task `id`: older cached state goes at once. */
+  committed(id: string, version: number): void {
+    this.rows.changed(id, version);
+  }
+
+  /** Cache counters, for tests and the benchmark. */
+  get cacheStats(): { hits: number; misses: number; size: number } {
+    return { hits: this.rows.hits, misses: this.rows.misses, size: this.rows.size };
   }
 
   /** Runs `handler` whenever a task of some kind becomes claimable (payload: the kind). */
@@ -75,7 +109,7 @@ export class TaskEvents {
   watch(id: string, watcher: RowWatcher): () => void {
     let entry = this.watched.get(id);
     if (!entry) {
-      entry = { watchers: new Set(), announced: 0, delivered: 0, reading: false, again: false };
+      entry = { watchers: new Set(), announced: 0, delivered: 0, reading: false, again: false, forced: false };
       this.watched.set(id, entry);
     }
     entry.watchers.add(watcher);
@@ -96,6 +130,7 @@ export class TaskEvents {
     const colon = payload.lastIndexOf(':');
     const id = payload.slice(0, colon);
     const version = Number(payload.slice(colon + 1));
+    this.rows.changed(id, version);
     const entry = this.watched.get(id);
     if (!entry || version <= entry.delivered) return;
     entry.announced = Math.max(entry.announced, version);
@@ -111,7 +146,8 @@ export class TaskEvents {
     }
     entry.reading = true;
     entry.again = false;
-    this.readRow(id).then(
+    entry.forced = false;
+    this.rows.read(id).then(
       (row) => {
         entry.reading = false;
         if (!row || row.version > entry.delivered) {
@@ -124,10 +160,11 @@ export class TaskEvents {
             }
           }
         }
-        if (entry.again && entry.announced > entry.delivered && this.watched.get(id) === entry) this.refresh(id);
+        if (entry.again && (entry.forced || entry.announced > entry.delivered) && this.watched.get(id) === entry) this.refresh(id);
       },
       (err: unknown) => {
         entry.reading = false;
+        entry.forced = true;
         this.log.warn({ err: coerceError(err), taskId: id }, 'could not re-read a changed task; retrying');
         setTimeout(() => this.refresh(id), 200).unref();
       },

@@ -61,16 +61,20 @@ export async function failLostTasks(db: Db, limit = 100): Promise<TaskRow[]> {
   return result.rows.map((row) => changedRow(row)!);
 }
 
-/** Renews the leases this worker still holds. @returns the ids still held; any other was lost. */
-export async function renewLeases(db: Db, workerId: string, leases: ReadonlyArray<{ id: string; attempt: number }>, leaseMs: number): Promise<Set<string>> {
-  if (leases.length === 0) return new Set();
-  const result = await sql<{ id: string }>`
+/**
+ * Renews the leases this worker still holds.
+ * @returns id → status of the tasks still held (any other was lost, cancelled or finished);
+ *   the status lets the runner notice an answer whose notification it missed
+ */
+export async function renewLeases(db: Db, workerId: string, leases: ReadonlyArray<{ id: string; attempt: number }>, leaseMs: number): Promise<Map<string, string>> {
+  if (leases.length === 0) return new Map();
+  const result = await sql<{ id: string; status: string }>`
     update tasks t set lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
     from unnest(${leases.map((l) => l.id)}::uuid[], ${leases.map((l) => l.attempt)}::int[]) as h(id, attempt)
     where t.id = h.id and t.attempt = h.attempt and t.worker_id = ${workerId}
       and t.status in ('working', 'input_required')
-    returning t.id`.execute(db);
-  return new Set(result.rows.map((r) => r.id));
+    returning t.id, t.status`.execute(db);
+  return new Map(result.rows.map((r) => [r.id, r.status]));
 }
 
 async function fencedChange(db: Db, id: string, lease: Lease, from: string, set: RawBuilder<unknown>, wake = false): Promise<TaskRow | undefined> {
@@ -104,8 +108,12 @@ export function failTask(db: Db, id: string, lease: Lease, error: TaskFailure, f
   );
 }
 
+/**
+ * The request's message stays in `input_request` (owner only): `status_message` is metadata an
+ * admin reads, so it gets a fixed text, never the question.
+ */
 export function requestInput(db: Db, id: string, lease: Lease, request: InputRequest) {
-  return fencedChange(db, id, lease, 'working', sql`status = 'input_required', input_request = ${json(request)}, status_message = ${request.message}`);
+  return fencedChange(db, id, lease, 'working', sql`status = 'input_required', input_request = ${json(request)}, status_message = 'Waiting for input.'`);
 }
 
 /**

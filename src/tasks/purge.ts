@@ -3,15 +3,42 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import { coerceError } from './errors.js';
 
+export interface PurgeOptions {
+  /** Rows per DELETE statement. @default 1000 */
+  batchSize?: number;
+  /**
+   * After each full batch, rest this many times as long as the batch took, so a large backlog
+   * takes at most 1 / (1 + restRatio) of one database connection's time and serving traffic
+   * keeps its latency. 0 runs batches back to back. @default 0
+   */
+  restRatio?: number;
+  /** Stops between batches (a shutdown need not wait for a large backlog). */
+  signal?: AbortSignal;
+}
+
+function rest(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
+
 /**
  * Deletes expired tasks in batches of `batchSize`, each its own short statement that skips
  * rows locked by anyone else (a worker mid-write, another purging process) instead of waiting
  * for them, until a batch comes back short.
  * @returns rows deleted
  */
-export async function purgeExpired(db: Kysely<Database>, batchSize = 1_000): Promise<number> {
+export async function purgeExpired(db: Kysely<Database>, options: number | PurgeOptions = {}): Promise<number> {
+  const { batchSize = 1_000, restRatio = 0, signal } = typeof options === 'number' ? { batchSize: options } : options;
   let total = 0;
-  for (;;) {
+  while (!signal?.aborted) {
+    const startedAt = Date.now();
     const result = await sql<{ n: number }>`
       with gone as (
         delete from tasks where id in (
@@ -26,29 +53,37 @@ export async function purgeExpired(db: Kysely<Database>, batchSize = 1_000): Pro
     const n = result.rows[0]?.n ?? 0;
     total += n;
     if (n < batchSize) return total;
+    if (restRatio > 0) await rest(restRatio * (Date.now() - startedAt), signal);
   }
+  return total;
 }
 
-/** Runs `purgeExpired` every `intervalMs`; one pass at a time per process. */
+/** What the scheduled purge uses: batches of 1 000, resting as long as each batch took. */
+export const PURGE_DEFAULTS = { batchSize: 1_000, restRatio: 1 } as const satisfies PurgeOptions;
+
+/** Runs `purgeExpired` every `intervalMs` with PURGE_DEFAULTS; one pass at a time per process. */
 export class Purger {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly intervalMs: number,
     private readonly log: Logger,
-    private readonly batchSize = 1_000,
+    /** Overrides PURGE_DEFAULTS (tests, benchmarks). */
+    private readonly options: Omit<PurgeOptions, 'signal'> = {},
   ) {}
 
   start(): void {
     this.timer = setInterval(() => void this.runOnce(), this.intervalMs);
   }
 
+  /** One pass now (or the pass in progress); resolves when it ends. Never rejects. */
   runOnce(): Promise<void> {
     this.running ??= (async () => {
       try {
-        const deleted = await purgeExpired(this.db, this.batchSize);
+        const deleted = await purgeExpired(this.db, { ...PURGE_DEFAULTS, ...this.options, signal: this.stopping.signal });
         if (deleted > 0) this.log.info({ deleted }, 'purged expired tasks');
       } catch (err) {
         this.log.warn({ err: coerceError(err) }, 'purge failed; retrying next interval');
@@ -59,8 +94,10 @@ export class Purger {
     return this.running;
   }
 
+  /** Stops the schedule and the pass in progress after its current batch. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    this.stopping.abort();
     await this.running;
   }
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../db/types.js';
 import { coerceError } from './errors.js';
 import type { TaskEvents } from './events.js';
+import { CompletionWriter } from './completions.js';
 import type { KindRegistry, TaskContext } from './kinds.js';
 import {
   claimTasks,
@@ -15,6 +16,7 @@ import {
   requestInput,
   type Lease,
 } from './lease-queries.js';
+import { findTaskRow } from './store.js';
 import type { TaskFailure } from './task.js';
 
 export type AbortCause = 'cancelled' | 'expired' | 'timeout' | 'lease-lost' | 'shutdown';
@@ -68,15 +70,19 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export class Runner {
   private readonly running = new Map<string, Running>();
   private active = 0;
-  private claiming = false;
+  private claiming: Promise<void> | undefined;
   private claimAgain = false;
   private stopping = false;
-  private timers: NodeJS.Timeout[] = [];
+  private backstopTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private renewing: Promise<void> | undefined;
   private unsubscribe: Array<() => void> = [];
   private readonly kindNames: string[];
+  private readonly completions: CompletionWriter;
 
   constructor(private readonly options: RunnerOptions) {
     this.kindNames = options.kinds.names();
+    this.completions = new CompletionWriter(options.db);
   }
 
   start(): void {
@@ -84,8 +90,8 @@ export class Runner {
     this.unsubscribe.push(events.onReady((kind) => this.kindNames.includes(kind) && this.wake()));
     this.unsubscribe.push(events.onReconnect(() => this.wake()));
     const backstopMs = this.options.backstopMs ?? Math.min(2_000, Math.max(50, leaseMs / 3));
-    this.timers.push(setInterval(() => this.backstop(), backstopMs));
-    this.timers.push(setInterval(() => void this.heartbeat(), Math.max(50, leaseMs / 3)));
+    this.backstopTimer = setInterval(() => this.backstop(), backstopMs);
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), Math.max(50, leaseMs / 3));
     this.wake();
   }
 
@@ -106,9 +112,8 @@ export class Runner {
       this.claimAgain = true;
       return;
     }
-    this.claiming = true;
-    void this.claimLoop().finally(() => {
-      this.claiming = false;
+    this.claiming = this.claimLoop().finally(() => {
+      this.claiming = undefined;
       if (this.claimAgain) {
         this.claimAgain = false;
         this.wake();
@@ -118,8 +123,11 @@ export class Runner {
 
   private async claimLoop(): Promise<void> {
     const { db, workerId, concurrency, leaseMs, log } = this.options;
+    // Let this turn of the event loop finish first: slots freed together are claimed together.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     while (!this.stopping && this.active < concurrency) {
       let rows: TaskRow[];
+      const claimedAt = Date.now();
       try {
         rows = await claimTasks(db, workerId, this.kindNames, concurrency - this.active, leaseMs);
       } catch (err) {
@@ -130,7 +138,7 @@ export class Runner {
         await releaseLeases(db, workerId, rows.map((r) => ({ id: r.id, attempt: r.attempt }))).catch(() => 0);
         return;
       }
-      for (const row of rows) this.run(row);
+      for (const row of rows) this.run(row, claimedAt);
       if (rows.length === 0) return;
     }
   }
@@ -142,7 +150,8 @@ export class Runner {
     this.wake();
   }
 
-  private run(row: TaskRow): void {
+  /** @param claimedAt when the claim was sent: the lease runs from no earlier than this */
+  private run(row: TaskRow, claimedAt: number): void {
     const { db, events, kinds, log, workerId, leaseMs } = this.options;
     const kind = kinds.require(row.kind);
     const lease: Lease = { workerId, attempt: row.attempt };
@@ -151,7 +160,7 @@ export class Runner {
       row,
       lease,
       controller,
-      leaseUntil: Date.now() + leaseMs,
+      leaseUntil: claimedAt + leaseMs,
       waiting: null,
       timeoutLeftMs: row.timeout_ms,
       timeoutStartedAt: Date.now(),
@@ -177,21 +186,50 @@ export class Runner {
       requestInput: (request) => this.requestInput(entry, request) as Promise<any>,
     };
     const taskLog = log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
+    taskLog.debug({ workerId }, 'task claimed');
     entry.done = (async () => {
       try {
         const result = await kind.run(ctx);
-        if (!controller.signal.aborted) await this.retry(() => completeTask(db, row.id, lease, result), taskLog);
+        if (!controller.signal.aborted) await this.complete(row.id, lease, result, taskLog);
       } catch (thrown) {
         if (!controller.signal.aborted) {
           const err = coerceError(thrown);
           const failure = failureOf(err);
           taskLog.info({ err, code: failure.code }, 'handler failed');
-          await this.retry(() => failTask(db, row.id, lease, failure), taskLog);
+          await this.retry(() => failTask(db, row.id, lease, failure), taskLog).catch((err: unknown) =>
+            taskLog.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
+          );
         }
       } finally {
         this.finish(entry);
       }
     })();
+  }
+
+  /**
+   * Completes the task. A result the store refuses — not JSON (a BigInt, a cycle), or a string
+   * with U+0000 — fails this task with HANDLER_ERROR instead of being retried and re-run until
+   * WORKER_LOST; and since completions are written in batches, a refusal is first retried
+   * alone, so one bad result does not fail the tasks that happened to share its statement.
+   */
+  private async complete(id: string, lease: Lease, result: unknown, log: Logger): Promise<void> {
+    const { db } = this.options;
+    try {
+      await this.retry(() => this.completions.complete(id, lease, result), log);
+      return;
+    } catch {
+      // Permanent, for this result or another one in the batch: see which, alone.
+    }
+    try {
+      await this.retry(() => completeTask(db, id, lease, result), log);
+    } catch (thrown) {
+      const err = coerceError(thrown);
+      const failure: TaskFailure = { code: 'HANDLER_ERROR', message: sanitize(`The task's result could not be stored: ${err.message}`) };
+      log.info({ err, code: failure.code }, 'handler failed');
+      await this.retry(() => failTask(db, id, lease, failure), log).catch((err: unknown) =>
+        log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
+      );
+    }
   }
 
   private finish(entry: Running): void {
@@ -207,6 +245,7 @@ export class Runner {
 
   private changed(entry: Running, row: TaskRow | undefined): void {
     if (!row) return this.abort(entry, 'expired');
+    if (row.version < entry.row.version) return; // a slower read than one already seen
     entry.row = { ...row, answers: row.answers };
     if (row.status === 'cancelled') return this.abort(entry, 'cancelled');
     if (row.worker_id !== entry.lease.workerId || row.attempt !== entry.lease.attempt) return this.abort(entry, 'lease-lost');
@@ -305,16 +344,38 @@ export class Runner {
     });
   }
 
-  private async heartbeat(): Promise<void> {
+  /**
+   * Renews every lease this process holds. Past its local deadline without a renewal (the
+   * database is unreachable, a renewal hangs, the process was paused) a task may already be
+   * another worker's, so its handler is aborted rather than left running twice at once.
+   */
+  private heartbeat(): void {
+    const startedAt = Date.now();
+    for (const entry of this.running.values()) if (entry.leaseUntil < startedAt) this.abort(entry, 'lease-lost');
+    if (this.renewing || this.running.size === 0) return;
+    this.renewing = this.renew(startedAt).finally(() => (this.renewing = undefined));
+  }
+
+  private async renew(startedAt: number): Promise<void> {
     const { db, workerId, leaseMs, log } = this.options;
     const entries = [...this.running.values()];
-    if (entries.length === 0) return;
-    const startedAt = Date.now();
     try {
       const held = await renewLeases(db, workerId, entries.map((e) => ({ id: e.row.id, attempt: e.lease.attempt })), leaseMs);
       for (const entry of entries) {
-        if (held.has(entry.row.id)) entry.leaseUntil = startedAt + leaseMs;
-        else this.abort(entry, 'lease-lost');
+        const status = held.get(entry.row.id);
+        if (status === undefined) {
+          // Lost, or cancelled or finished without this process hearing of it: stop either way.
+          this.abort(entry, 'lease-lost');
+          continue;
+        }
+        entry.leaseUntil = startedAt + leaseMs;
+        // Answered, but the notification never came: read the answer rather than wait forever.
+        if (entry.waiting && status === 'working') {
+          findTaskRow(db, entry.row.id).then(
+            (row) => this.changed(entry, row),
+            (err: unknown) => log.warn({ err: coerceError(err), taskId: entry.row.id }, 'could not re-read an answered task'),
+          );
+        }
       }
     } catch (err) {
       log.warn({ err: coerceError(err) }, 'lease renewal failed');
@@ -323,7 +384,10 @@ export class Runner {
     }
   }
 
-  /** Retries a final write through a short database outage, for as long as the lease lasts. */
+  /**
+   * Retries a final write through a short database outage, for as long as the lease lasts.
+   * @throws what no retry can fix (see `isPermanent`), at once
+   */
   private async retry(write: () => Promise<unknown>, log: Logger): Promise<void> {
     const until = Date.now() + this.options.leaseMs;
     for (let delay = 50; ; delay = Math.min(delay * 2, 2_000)) {
@@ -331,6 +395,7 @@ export class Runner {
         await write();
         return;
       } catch (err) {
+        if (isPermanent(err)) throw err;
         if (Date.now() + delay > until) {
           log.error({ err: coerceError(err) }, 'could not record the outcome; the task will be re-run');
           return;
@@ -347,14 +412,20 @@ export class Runner {
    */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
-    for (const timer of this.timers) clearInterval(timer);
+    clearInterval(this.backstopTimer);
     for (const off of this.unsubscribe) off();
+    // A claim in flight gives back what it got (see claimLoop) while the database is still open.
+    await Promise.race([this.claiming, sleep(1_000)]);
+    // Heartbeats go on through the grace period: a lapsed lease would let another worker run
+    // a task this process is still finishing.
     const all = () => Promise.all([...this.running.values()].map((e) => e.done));
     const busy = [...this.running.values()].filter((e) => !e.waiting);
     if (busy.length > 0) await Promise.race([Promise.all(busy.map((e) => e.done)), sleep(graceMs)]);
     const left = [...this.running.values()];
     for (const entry of left) this.abort(entry, 'shutdown');
     await Promise.race([all(), sleep(1_000)]);
+    clearInterval(this.heartbeatTimer);
+    await Promise.race([this.renewing, sleep(1_000)]);
     const released = await releaseLeases(
       this.options.db,
       this.options.workerId,
@@ -369,11 +440,25 @@ export class Runner {
 
 const CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 
+/**
+ * An error the same write would meet again: Postgres data exceptions and integrity violations
+ * (SQLSTATE classes 22, 23), or a value JSON cannot express (TypeError, RangeError from
+ * JSON.stringify). Anything else — a lost connection, a timeout — may pass.
+ */
+function isPermanent(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code)) return true;
+  return err instanceof TypeError || err instanceof RangeError;
+}
+
+/** Text Postgres can store: no U+0000. */
+const sanitize = (text: string) => text.replaceAll('\0', '');
+
 /** What a thrown error means for the task: its own upper-case `code`, or HANDLER_ERROR. */
 function failureOf(err: Error): TaskFailure {
   const code = (err as { code?: unknown }).code;
   return {
     code: typeof code === 'string' && CODE.test(code) ? code : 'HANDLER_ERROR',
-    message: (err.message || 'The task failed.').slice(0, 2_000),
+    message: sanitize(err.message || 'The task failed.').slice(0, 2_000),
   };
 }

@@ -7,7 +7,7 @@ import type { TaskEvents } from './events.js';
 import { validateAgainst, type KindRegistry, type TaskKind } from './kinds.js';
 import { isTerminal, type TaskStatus } from './status.js';
 import { answerTask, cancelTask, findTask, insertTask, listTasks } from './store.js';
-import { subscribeToTask } from './subscription.js';
+import { subscribeToTask, visible } from './subscription.js';
 import { toTask, type Task } from './task.js';
 
 /** Who is asking, as the domain needs it: the faces turn tokens and scopes into this. */
@@ -52,6 +52,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 const INPUT_KEY = /^[\x21-\x7e]{1,255}$/;
 
+/** Whether `id` has the shape of a taskId (says nothing of whether such a task exists). */
+export function isTaskId(id: string): boolean {
+  return UUID.test(id);
+}
+
 function checkId(id: string): string {
   if (!UUID.test(id)) throw new ServiceError('BAD_USER_INPUT', 'Malformed task id: expected a UUID.');
   return id.toLowerCase();
@@ -61,6 +66,10 @@ function checkPayload(value: unknown, what: string): void {
   const text = JSON.stringify(value ?? null);
   if (Buffer.byteLength(text) > MAX_PAYLOAD_BYTES) {
     throw new ServiceError('BAD_USER_INPUT', `${what} is larger than ${MAX_PAYLOAD_BYTES} bytes.`);
+  }
+  // jsonb cannot hold U+0000, which JSON.stringify writes as \u0000 (after an even number of backslashes).
+  if (/(?<!\\)(?:\\\\)*\\u0000/.test(text)) {
+    throw new ServiceError('BAD_USER_INPUT', `${what} contains the character U+0000, which cannot be stored.`);
   }
 }
 
@@ -100,6 +109,16 @@ export class TaskService {
 
   private audit(actor: Actor, operation: string, taskId: string | null, outcome: string): void {
     this.log.info({ audit: true, principal: actor.id, operation, taskId, outcome }, 'task operation');
+  }
+
+  /**
+   * Audits an operation a face refused before calling the service: no valid token
+   * (`principal` null) or a missing scope. Same line as every other task operation; `taskId`
+   * is kept only when it has the shape of one.
+   */
+  refused(principal: string | null, operation: string, taskId: string | null, outcome: 'UNAUTHENTICATED' | 'FORBIDDEN'): void {
+    const id = taskId !== null && UUID.test(taskId) ? taskId.toLowerCase() : null;
+    this.log.info({ audit: true, principal, operation, taskId: id, outcome }, 'task operation');
   }
 
   private async audited<T>(actor: Actor, operation: string, taskId: string | null, run: () => Promise<T>, describe: (value: T) => [string | null, string]): Promise<T> {
@@ -156,8 +175,9 @@ export class TaskService {
   /** `null`: unknown, expired, or not the actor's. */
   get(actor: Actor, id: string): Promise<Task | null> {
     return this.audited(actor, 'task', id, async () => {
-      const row = await findTask(this.db, checkId(id), this.scope(actor));
-      return row ? toTask(row) : null;
+      // From the event-stream-checked cache: an unchanged task costs no query.
+      const row = await this.events.read(checkId(id));
+      return visible(row, this.scope(actor)) ? toTask(row) : null;
     }, (task) => [null, task ? 'ok' : 'not_found']);
   }
 
@@ -186,7 +206,10 @@ export class TaskService {
       const taskId = checkId(id);
       const owner = this.scope(actor);
       const changed = await cancelTask(this.db, taskId, owner);
-      if (changed) return { task: toTask(changed), changed: true };
+      if (changed) {
+        this.events.committed(changed.id, changed.version);
+        return { task: toTask(changed), changed: true };
+      }
       // Nothing changed: the task is unknown, gone, or already final — and final never changes back.
       const row = await findTask(this.db, taskId, owner);
       if (!row) throw notFound();
@@ -207,7 +230,10 @@ export class TaskService {
       const schema = (row.input_request as { schema?: Record<string, unknown> } | null)?.schema;
       if (schema) validateAgainst(schema, value, `value for ${key}`);
       const changed = await answerTask(this.db, taskId, actor.id, key, value);
-      if (changed) return toTask(changed);
+      if (changed) {
+        this.events.committed(changed.id, changed.version);
+        return toTask(changed);
+      }
       // The task moved on between the read and the write: say why, from what it is now.
       const now = await findTask(this.db, taskId, actor.id);
       if (!now) throw notFound();
@@ -234,6 +260,6 @@ export class TaskService {
    * @throws ServiceError NOT_FOUND, before anything is sent, for a task the actor cannot see
    */
   subscribe(actor: Actor, id: string): Promise<AsyncIterableIterator<Task>> {
-    return this.audited(actor, 'taskUpdated', id, () => subscribeToTask(this.events, this.db, checkId(id), this.scope(actor)), () => [null, 'subscribed']);
+    return this.audited(actor, 'taskUpdated', id, () => subscribeToTask(this.events, checkId(id), this.scope(actor)), () => [null, 'subscribed']);
   }
 }

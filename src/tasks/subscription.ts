@@ -1,10 +1,26 @@
-import type { Kysely } from 'kysely';
-import type { Database, TaskRow } from '../db/types.js';
+import type { TaskRow } from '../db/types.js';
 import { notFound } from './errors.js';
 import type { TaskEvents } from './events.js';
 import { isTerminal, type TaskStatus } from './status.js';
-import { findTask } from './store.js';
 import { toTask, type Task } from './task.js';
+
+/**
+ * One Task per row read: every local subscriber of a task gets the same object for the same
+ * change (the GraphQL face executes each event once per viewer, keyed by this object). A
+ * conversion is reused for a second at most: `pollIntervalMs` grows while a task waits.
+ */
+const converted = new WeakMap<TaskRow, { task: Task; at: number }>();
+function taskOf(row: TaskRow): Task {
+  const now = Date.now();
+  let entry = converted.get(row);
+  if (!entry || now - entry.at > 1_000) converted.set(row, (entry = { task: toTask(row, now), at: now }));
+  return entry.task;
+}
+
+/** Whether `owner` (null: an admin) may see `row` now: what `findTask` would return. */
+export function visible(row: TaskRow | undefined, owner: string | null, now = Date.now()): row is TaskRow {
+  return row !== undefined && row.expires_at.getTime() > now && (owner === null || row.owner === owner);
+}
 
 /**
  * Follows one task for one subscriber. Memory per subscriber is bounded: only the newest
@@ -13,7 +29,6 @@ import { toTask, type Task } from './task.js';
  */
 export async function subscribeToTask(
   events: TaskEvents,
-  db: Kysely<Database>,
   id: string,
   owner: string | null,
 ): Promise<AsyncIterableIterator<Task>> {
@@ -42,12 +57,12 @@ export async function subscribeToTask(
   const unwatch = events.watch(id, offer);
   let current: TaskRow | undefined;
   try {
-    current = await findTask(db, id, owner);
+    current = await events.read(id);
   } catch (err) {
     unwatch();
     throw err;
   }
-  if (!current) {
+  if (!visible(current, owner)) {
     unwatch();
     throw notFound();
   }
@@ -67,7 +82,7 @@ export async function subscribeToTask(
       }
       lastVersion = row.version;
       if (isTerminal(row.status as TaskStatus)) end();
-      return { done: false, value: toTask(row) };
+      return { done: false, value: taskOf(row) };
     },
     async return(): Promise<IteratorResult<Task>> {
       end();

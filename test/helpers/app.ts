@@ -1,4 +1,5 @@
 import { createClient, type Client } from 'graphql-ws';
+import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { createApp, type App } from '../../src/app.js';
 import { mintToken } from '../../src/auth/mint.js';
@@ -17,6 +18,8 @@ export interface TestAppOptions {
   /** Share a database with another app (Postgres only); default: a fresh one. */
   database?: TestDatabase;
   backstopMs?: number;
+  /** The app's logger (e.g. pino writing to a stream a test reads); default: pino at LOG_LEVEL. */
+  log?: Logger;
 }
 
 export interface GraphQLResponse<T = any> {
@@ -57,6 +60,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     kinds: options.kinds ?? [],
     replaceBuiltInKinds: options.replaceBuiltInKinds ?? false,
     ...(options.backstopMs ? { backstopMs: options.backstopMs } : {}),
+    ...(options.log ? { log: options.log } : {}),
   });
   const url = await app.listen();
   const wsUrl = `${url.replace(/^http/, 'ws')}/graphql`;

@@ -15,7 +15,7 @@ export interface TestDatabase {
 export async function freshDatabase(): Promise<TestDatabase> {
   const base = process.env.DATABASE_URL;
   if (!base) return { url: undefined, drop: async () => {} };
-  const name = `taskhandle_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const name = `taskhandle_t_${inject('pgRun')}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
   try {

@@ -1,0 +1,64 @@
+/**
+ * `npm run bench`: every figure side by side with its floor, measured in one run on this
+ * machine, written to bench/RESULTS.md. Needs a Postgres server (DATABASE_URL, default
+ * postgres://postgres@127.0.0.1:5432/postgres); works in a database of its own,
+ * `taskhandle_bench`, dropped and made anew. All load goes to 127.0.0.1, bounded in time.
+ * BENCH_PROFILE=1 writes `--cpu-prof` profiles of the servers to bench/profiles/.
+ * BENCH_ONLY=accept,poll,event,drain,fanout runs a subset (RESULTS.md is written only for a full run).
+ * BENCH_SUBSCRIBERS=n changes the fan-out's size; BENCH_HEAP=/some/file writes heap snapshots of
+ * the fan-out server before and after subscribing (`npx tsx bench/heap-top.ts` summarises one).
+ */
+
+import { writeFileSync } from 'node:fs';
+import { cpus, release, totalmem } from 'node:os';
+import { mintToken } from '../src/auth/mint.js';
+import { accept, poll } from './accept-poll.js';
+import { DURATION_MS, ONLY, SECRET, WARMUP_MS, agent, fmt, pool, report, resetDatabase, runs, targets } from './common.js';
+import { drain } from './drain.js';
+import { event } from './event.js';
+import { fanout } from './fanout.js';
+import { ROOT } from './processes.js';
+
+async function machine(): Promise<string[]> {
+  const [{ version }] = (await pool.query('select version()')).rows;
+  const settings = (await pool.query(`select name, setting, unit from pg_settings where name in ('shared_buffers', 'synchronous_commit', 'fsync', 'max_connections') order by name`)).rows
+    .map((r: { name: string; setting: string; unit: string | null }) => `${r.name}=${r.setting}${r.unit ?? ''}`)
+    .join(', ');
+  const cpu = cpus();
+  return [
+    `- CPU: ${cpu.length} × ${cpu[0]?.model ?? 'unknown'}; memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; Linux ${release()}`,
+    `- Node ${process.version}; ${version.split(',')[0]} on the same machine (${settings})`,
+    '- Everything shares the 2 cores: Postgres, the server processes, the load generator (this process) and the reference servers.',
+  ];
+}
+
+async function main(): Promise<void> {
+  const began = Date.now();
+  await resetDatabase();
+  const token = await mintToken(SECRET, { sub: 'alice', scopes: ['tasks:read', 'tasks:write'], ttl: '2h' });
+  const header = [
+    '# Benchmark results',
+    '',
+    `\`npm run bench\` (bench/run.ts), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC. One run; every row of a table was measured in the same run as its floor. Throughput tables alternate the contenders twice (${WARMUP_MS / 1000} s warm-up + ${DURATION_MS / 1000} s measured each) and keep each one's better run. Servers run with NODE_ENV=production, LOG_LEVEL=info (audit lines on), logs to a file.`,
+    '',
+    ...(await machine()),
+    '',
+  ];
+  if (runs('accept')) await accept(token);
+  if (runs('poll')) await poll(token);
+  if (runs('event')) await event(token);
+  if (runs('drain')) await drain();
+  if (runs('fanout')) await fanout(token);
+
+  const summary = ['## Targets', '', '| target | reached | |', '| --- | --- | --- |', ...targets, '', `Whole run: ${fmt((Date.now() - began) / 1000)} s.`, ''];
+  console.log(summary.join('\n'));
+  if (!ONLY) writeFileSync(`${ROOT}bench/RESULTS.md`, [...header, ...summary, ...report].join('\n') + '\n');
+}
+
+try {
+  await main();
+} finally {
+  agent.destroy();
+  await pool.end();
+}
+process.exit(0);

@@ -1,0 +1,59 @@
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { writeHeapSnapshot } from 'node:v8';
+import pino from 'pino';
+import { createApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { defineTaskKind } from '../src/tasks/kinds.js';
+
+/**
+ * The server under benchmark: what `src/main.ts` builds, from the same environment, plus a
+ * `noop` kind (the drain benchmark's unit of work) and an IPC channel for the harness to ask
+ * for memory after a full collection (start with `node --expose-gc`).
+ */
+const noop = defineTaskKind({
+  name: 'noop',
+  description: 'Does nothing (benchmark).',
+  inputSchema: { type: 'object' },
+  async run() {
+    return null;
+  },
+});
+
+const config = loadConfig();
+const log = pino({ level: config.logLevel });
+const app = await createApp({ config, log, kinds: [noop] });
+const url = await app.listen();
+
+function memory() {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  const { rss, heapUsed, external, arrayBuffers } = process.memoryUsage();
+  return { rss, heapUsed, external, arrayBuffers };
+}
+
+// A CPU profile of a window the harness chooses (BENCH_PROFILE=1): the fan-out's delivery, say.
+let inspector: Session | undefined;
+
+process.on('message', async (message: { type: string; file?: string }) => {
+  if (message.type === 'memory') process.send!({ type: 'memory', ...memory() });
+  if (message.type === 'profile:start') {
+    inspector = new Session();
+    inspector.connect();
+    await inspector.post('Profiler.enable');
+    await inspector.post('Profiler.start');
+    process.send!({ type: 'profile:start' });
+  }
+  if (message.type === 'profile:stop') {
+    const { profile } = await inspector!.post('Profiler.stop');
+    inspector!.disconnect();
+    writeFileSync(message.file!, JSON.stringify(profile));
+    process.send!({ type: 'profile:stop' });
+  }
+  if (message.type === 'heap') process.send!({ type: 'heap', file: writeHeapSnapshot(message.file) });
+  if (message.type === 'cache') process.send!({ type: 'cache', ...app.events.cacheStats });
+  if (message.type === 'stop') void app.stop().then(() => process.exit(0));
+});
+process.on('SIGTERM', () => void app.stop().then(() => process.exit(0)));
+process.send!({ type: 'listening', url });

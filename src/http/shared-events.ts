@@ -1,0 +1,80 @@
+import { createSourceEventStream, execute, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { Context } from '../graphql/builder.js';
+
+type Results = Map<DocumentNode, Map<string, ExecutionResult | Promise<ExecutionResult>>>;
+
+/**
+ * Executes each subscription event once per distinct viewer instead of once per subscriber.
+ * A task's change reaches every local subscriber of that task as one shared event object (the
+ * hub reads the row once and `subscribeToTask` converts it once); subscribers that sent the
+ * same document, operation and variables with the same principal and scopes would compute the
+ * same result, so the first computes it and the others reuse it. What a result may depend on
+ * (the schema's field authorization reads only the principal's subject and scopes) is the key;
+ * results are held only as long as their event object lives.
+ *
+ * Only the per-event execution changes: subscribing (and its authorization), error masking and
+ * every other plugin's hooks on subscription results apply as before.
+ */
+export function useSharedEventResults(): Plugin<Context> {
+  const byEvent = new WeakMap<object, Results>();
+  return {
+    onSubscribe({ setSubscribeFn }) {
+      setSubscribeFn(async (args: ExecutionArgs) => {
+        const source = await createSourceEventStream(args);
+        if (!isAsyncIterable(source)) return source;
+        const viewer = viewerKey(args);
+        return mapEvents(source, (event) => {
+          if (typeof event !== 'object' || event === null || viewer === undefined) return execute({ ...args, rootValue: event });
+          let perDocument = byEvent.get(event);
+          if (!perDocument) byEvent.set(event, (perDocument = new Map()));
+          let perViewer = perDocument.get(args.document);
+          if (!perViewer) perDocument.set(args.document, (perViewer = new Map()));
+          let result = perViewer.get(viewer);
+          if (!result) perViewer.set(viewer, (result = execute({ ...args, rootValue: event })));
+          return result;
+        });
+      });
+    },
+  };
+}
+
+/** Everything besides the event a result depends on; undefined: not shareable. */
+function viewerKey(args: ExecutionArgs): string | undefined {
+  const principal = (args.contextValue as Partial<Context> | undefined)?.principal;
+  if (!principal) return undefined;
+  let variables: string;
+  try {
+    variables = JSON.stringify(args.variableValues ?? null);
+  } catch {
+    return undefined;
+  }
+  return `${principal.sub}\n${[...principal.scopes].sort().join(' ')}\n${args.operationName ?? ''}\n${variables}`;
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
+}
+
+/** Maps an event stream, passing `return` through so that unsubscribing ends the source. */
+function mapEvents<T>(source: AsyncIterable<unknown>, map: (event: unknown) => T | Promise<T>): AsyncIterableIterator<T> {
+  const iterator = source[Symbol.asyncIterator]();
+  const mapped: AsyncIterableIterator<T> = {
+    async next() {
+      const step = await iterator.next();
+      return step.done ? { done: true, value: undefined } : { done: false, value: await map(step.value) };
+    },
+    async return() {
+      await iterator.return?.();
+      return { done: true, value: undefined };
+    },
+    async throw(error: unknown) {
+      await iterator.return?.();
+      throw error;
+    },
+    [Symbol.asyncIterator]() {
+      return mapped;
+    },
+  };
+  return mapped;
+}

@@ -1,0 +1,133 @@
+import type { TaskRow } from '../db/types.js';
+import { isTerminal, type TaskStatus } from './status.js';
+
+export interface RowCacheOptions {
+  /** Rows kept at most. @default 10_000 */
+  maxRows?: number;
+  /** Rows whose payloads (input, result, inputRequest, error) exceed this, as JSON text, are not kept. @default 16_384 */
+  maxRowBytes?: number;
+}
+
+interface Flight {
+  promise: Promise<TaskRow | undefined>;
+  /** Highest version announced while this read was in flight: an older row may not be kept. */
+  announced: number;
+}
+
+/**
+ * Task rows as last read, so that asking again for an unchanged task does not touch
+ * Postgres. Kept correct by the event stream, which announces every change to every task:
+ *
+ * - a change announced for a version above the cached one drops the row; a read in flight when
+ *   it is announced is not joined by later readers, and kept only if it returned that version;
+ * - a row that is not final is kept, and served, only while the listening connection is up
+ *   (no announcement can be missed); losing it drops them all;
+ * - a final row (completed, failed, cancelled) never changes again, so it stays until evicted;
+ *   callers still check `expires_at` and the owner, as the SQL would.
+ *
+ * The rows are raw (expired and foreign ones included): callers scope them. Concurrent reads
+ * of one task share one query. A change committed by another process reaches this cache as
+ * fast as it reaches this process's subscribers (one NOTIFY); one committed here drops the
+ * row at once (`changed`), so a process never answers older than what it has itself returned.
+ */
+export class RowCache {
+  private readonly rows = new Map<string, TaskRow>();
+  private readonly flights = new Map<string, Flight>();
+  private readonly maxRows: number;
+  private readonly maxRowBytes: number;
+  /** Bumped whenever the listening connection goes down or comes back. */
+  private epoch = 0;
+  private live = false;
+  hits = 0;
+  misses = 0;
+
+  constructor(
+    private readonly readRow: (id: string) => Promise<TaskRow | undefined>,
+    options: RowCacheOptions = {},
+  ) {
+    this.maxRows = options.maxRows ?? 10_000;
+    this.maxRowBytes = options.maxRowBytes ?? 16_384;
+  }
+
+  /** The row as stored (cached or read now); `undefined` when there is none. */
+  read(id: string): Promise<TaskRow | undefined> {
+    const cached = this.rows.get(id);
+    if (cached && (this.live || final(cached))) {
+      this.hits++;
+      return Promise.resolve(cached);
+    }
+    const flying = this.flights.get(id);
+    if (flying) return flying.promise;
+    this.misses++;
+    const epoch = this.epoch;
+    const flight: Flight = { promise: this.readRow(id), announced: 0 };
+    this.flights.set(id, flight);
+    const land = () => {
+      if (this.flights.get(id) === flight) this.flights.delete(id);
+    };
+    flight.promise.then(
+      (row) => {
+        land();
+        if (row && row.version >= flight.announced && epoch === this.epoch) this.keep(row);
+      },
+      land,
+    );
+    return flight.promise;
+  }
+
+  /** Version `version` of task `id` was committed: anything older is dropped. */
+  changed(id: string, version: number): void {
+    const cached = this.rows.get(id);
+    if (cached && cached.version < version) this.rows.delete(id);
+    const flight = this.flights.get(id);
+    if (flight) {
+      // Readers from now on must not join a read that may have begun before this change.
+      flight.announced = Math.max(flight.announced, version);
+      this.flights.delete(id);
+    }
+  }
+
+  /** The listening connection is up (again): rows not final may be kept from now on. */
+  connected(): void {
+    this.epoch++;
+    this.live = true;
+  }
+
+  /** The listening connection is down: changes may go unannounced, so only final rows stay. */
+  disconnected(): void {
+    this.epoch++;
+    this.live = false;
+    for (const [id, row] of this.rows) if (!final(row)) this.rows.delete(id);
+    for (const flight of this.flights.values()) flight.announced = Infinity;
+    this.flights.clear();
+  }
+
+  get size(): number {
+    return this.rows.size;
+  }
+
+  private keep(row: TaskRow): void {
+    if (!this.live && !final(row)) return;
+    const cached = this.rows.get(row.id);
+    if (cached && cached.version >= row.version) return;
+    if (payloadBytes(row) > this.maxRowBytes) return;
+    this.rows.delete(row.id);
+    if (this.rows.size >= this.maxRows) {
+      const oldest = this.rows.keys().next().value;
+      if (oldest !== undefined) this.rows.delete(oldest);
+    }
+    this.rows.set(row.id, row);
+  }
+}
+
+function final(row: TaskRow): boolean {
+  return isTerminal(row.status as TaskStatus);
+}
+
+function payloadBytes(row: TaskRow): number {
+  let bytes = 0;
+  for (const value of [row.input, row.result, row.input_request, row.error]) {
+    if (value != null) bytes += JSON.stringify(value).length;
+  }
+  return bytes;
+}

@@ -1,0 +1,136 @@
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TaskEvents } from '../src/tasks/events.js';
+import { findTaskRow } from '../src/tasks/store.js';
+import type { Task } from '../src/tasks/task.js';
+import { collect, eventually, startTestApp, type TestApp } from './helpers/app.js';
+import { backend } from './helpers/db.js';
+
+/** The process's event hub and row cache, on both backends. */
+
+const log = pino({ level: 'silent' });
+const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id status version } }`;
+const GET = `query($id: ID!) { task(id: $id) { id status version progress } }`;
+const CANCEL = `mutation($id: ID!) { cancelTask(id: $id) { id status version } }`;
+const FOLLOW = `subscription($id: ID!) { taskUpdated(id: $id) { id status version } }`;
+
+let t: TestApp;
+let alice: string;
+let bob: string;
+beforeAll(async () => {
+  t = await startTestApp();
+  alice = await t.token('alice');
+  bob = await t.token('bob');
+});
+afterAll(() => t?.stop());
+
+async function start(input: unknown, kind = 'sleep', ttlMs?: number): Promise<string> {
+  const response = await t.gql(START, { input: { kind, input, ...(ttlMs ? { ttlMs } : {}) } }, alice);
+  expect(response.errors).toBeUndefined();
+  return response.data.startTask.id;
+}
+
+const poll = async (id: string, token = alice) => (await t.gql(GET, { id }, token)).data?.task;
+
+describe('the event hub', () => {
+  it('reads a changed task once per event, however many watch it', async () => {
+    let reads = 0;
+    const hub = new TaskEvents(t.app.db.listener(log), (id) => {
+      reads++;
+      return findTaskRow(t.app.db.kysely, id);
+    }, log);
+    await hub.start();
+    try {
+      const id = await start({ ms: 800, steps: 4 });
+      const seen: number[][] = Array.from({ length: 200 }, () => []);
+      const unwatch = seen.map((versions) => hub.watch(id, (row) => row && versions.push(row.version)));
+      const final = await eventually(async () => {
+        const task = await poll(id);
+        return task.status === 'COMPLETED' && seen.every((v) => v.at(-1) === task.version) ? task : undefined;
+      });
+      unwatch.forEach((off) => off());
+      // Each version after the first (progress reports, the completion) costs at most one read,
+      // whatever the number of watchers: 200 watchers reading for themselves would be 200 a version.
+      expect(final.version).toBeGreaterThanOrEqual(3);
+      expect(reads).toBeGreaterThan(0);
+      expect(reads).toBeLessThanOrEqual(final.version - 1);
+      for (const versions of seen) {
+        expect(versions).toEqual([...new Set(versions)].sort((a, b) => a - b));
+        expect(versions).toEqual(seen[0]);
+      }
+    } finally {
+      await hub.stop();
+    }
+  });
+
+  it('keeps only the newest pending state for a subscriber that does not read, and still delivers the final one', async () => {
+    const id = await start({ ms: 300, steps: 20 });
+    const slow = await t.app.tasks.subscribe({ id: 'alice', admin: false }, id);
+    // A fast subscriber, over WebSocket, sees the whole run while the slow one reads nothing.
+    const fast = await collect(t.ws(alice), FOLLOW, { id });
+    expect(fast.error).toBeUndefined();
+    const last = fast.events.at(-1).taskUpdated;
+    expect(last.status).toBe('COMPLETED');
+    expect(fast.events.length).toBeGreaterThan(2);
+
+    // What the slow subscriber held all along is one state: the final one, not a queue of them.
+    const first = await slow.next();
+    expect(first.done).toBe(false);
+    expect(first.value as Task).toMatchObject({ status: 'completed', version: last.version });
+    expect((await slow.next()).done).toBe(true);
+  });
+});
+
+describe('the row cache', () => {
+  it('answers polls of an unchanged task without a query, and the next poll after a change with the new version', async () => {
+    const id = await start({ ms: 3_600_000, steps: 1 });
+    expect(await poll(id)).toMatchObject({ status: 'WORKING', version: 1 });
+    const before = t.app.events.cacheStats;
+    for (let i = 0; i < 20; i++) expect(await poll(id)).toMatchObject({ status: 'WORKING', version: 1 });
+    const after = t.app.events.cacheStats;
+    expect(after.misses).toBe(before.misses);
+    expect(after.hits - before.hits).toBe(20);
+
+    // Changed in this process: the very next poll has it (never older than what this process answered).
+    const cancelled = (await t.gql(CANCEL, { id }, alice)).data.cancelTask;
+    expect(await poll(id)).toMatchObject({ status: 'CANCELLED', version: cancelled.version });
+  });
+
+  it('never serves a cached task to another principal', async () => {
+    const id = await start({ ms: 3_600_000, steps: 1 });
+    expect(await poll(id)).toMatchObject({ status: 'WORKING' });
+    expect(await poll(id)).toMatchObject({ status: 'WORKING' });
+    expect(await poll(id, bob)).toBeNull();
+    await t.gql(CANCEL, { id }, alice);
+  });
+
+  it('never serves a cached task past its expiry, though the row is still stored', async () => {
+    const id = await start({ ms: 0 }, 'sleep', 1_000);
+    await eventually(async () => ((await poll(id))?.status === 'COMPLETED' ? true : undefined));
+    expect(await poll(id)).toMatchObject({ status: 'COMPLETED' });
+    const hits = t.app.events.cacheStats.hits;
+    expect(await poll(id)).toMatchObject({ status: 'COMPLETED' });
+    expect(t.app.events.cacheStats.hits).toBe(hits + 1);
+    await eventually(async () => ((await poll(id)) === null ? true : undefined));
+    // Gone for the API while the row is still there (the purge has not run).
+    expect(await findTaskRow(t.app.db.kysely, id)).toBeDefined();
+  });
+
+  it.skipIf(backend === 'pglite')('drops a cached row when another process changes the task', async () => {
+    // A second app on the same database (Postgres only: PGlite is one process's).
+    const other = await startTestApp({ database: t.database });
+    try {
+      const id = await start({ ms: 3_600_000, steps: 1 });
+      expect(await poll(id)).toMatchObject({ version: 1 });
+      expect(await poll(id)).toMatchObject({ version: 1 });
+      const cancelled = (await other.gql(CANCEL, { id }, alice)).data.cancelTask as { version: number };
+      const seen = await eventually(async () => {
+        const task = await poll(id);
+        return task.status === 'CANCELLED' ? (task as { version: number }) : undefined;
+      });
+      expect(seen.version).toBe(cancelled.version);
+    } finally {
+      await other.stop();
+    }
+  });
+});
