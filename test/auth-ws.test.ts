@@ -130,6 +130,24 @@ describe('token expiry', () => {
     expect(closed.at).toBeGreaterThanOrEqual(exp! * 1000);
     await client.dispose();
   });
+
+  it('ends a Server-Sent Events subscription once its token expires', async () => {
+    const started = await t.gql('mutation { startTask(input: { kind: "sleep", input: { ms: 600000 } }) { id } }', {}, alice);
+    const id: string = started.data.startTask.id;
+    const shortLived = await t.token('alice', ['tasks:read'], 2);
+    const { exp } = decodeJwt(shortLived);
+    const response = await fetch(`${t.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${shortLived}` },
+      body: JSON.stringify({ query: FOLLOW, variables: { id } }),
+    });
+    const body = await response.text(); // resolves only once the server ends the stream
+    const endedAt = Date.now();
+    expect(body).toMatch(/"status":"WORKING"/);
+    expect(endedAt).toBeGreaterThanOrEqual(exp! * 1000);
+    // The task itself goes on: only the expired credentials' stream ended.
+    expect((await t.gql('query($id: ID!) { task(id: $id) { status } }', { id }, alice)).data.task.status).toBe('WORKING');
+  });
 });
 
 describe('what a subscription carries', () => {

@@ -12,6 +12,11 @@ export interface Context {
   /** Why `principal` is null when a token was sent but refused. */
   authError: ServiceError | null;
   tasks: TaskService;
+  /**
+   * When a subscription over this request must end: the token's expiry over HTTP (SSE).
+   * Unset over WebSocket, whose socket is closed with 4403 at that moment instead.
+   */
+  streamUntil?: number | undefined;
 }
 
 export interface AuthScopes {

@@ -217,10 +217,10 @@ builder.mutationFields((t) => ({
 builder.subscriptionFields((t) => ({
   taskUpdated: t.field({
     type: TaskRef,
-    description: 'The current state, then every later version in order; completes after the final state.',
+    description: 'The current state, then every later version in order; completes after the final state (or when the task expires, or the token does).',
     authScopes: { read: true },
     args: { id: t.arg.id({ required: true }) },
-    subscribe: (_root, { id }, context) => context.tasks.subscribe(actor(context), String(id)),
+    subscribe: (_root, { id }, context) => context.tasks.subscribe(actor(context), String(id), context.streamUntil),
     resolve: (task: Task) => task,
   }),
 }));

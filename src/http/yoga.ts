@@ -68,7 +68,7 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
     context: async (initial): Promise<Context> => {
       if (initial.wsPrincipal) return { principal: initial.wsPrincipal, authError: null, tasks: options.tasks };
       const auth = await authenticate(options.verifier, initial.request.headers.get('authorization'));
-      return { principal: auth.principal, authError: auth.error, tasks: options.tasks };
+      return { principal: auth.principal, authError: auth.error, tasks: options.tasks, streamUntil: auth.principal?.expiresAt };
     },
   });
 }

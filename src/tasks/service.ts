@@ -256,10 +256,10 @@ export class TaskService {
 
   /**
    * The task's current state, then every later version in increasing order; ends after the
-   * final state, or when the task expires or is deleted.
+   * final state, or when the task expires or is deleted, or at `until` (epoch ms).
    * @throws ServiceError NOT_FOUND, before anything is sent, for a task the actor cannot see
    */
-  subscribe(actor: Actor, id: string): Promise<AsyncIterableIterator<Task>> {
-    return this.audited(actor, 'taskUpdated', id, () => subscribeToTask(this.events, checkId(id), this.scope(actor)), () => [null, 'subscribed']);
+  subscribe(actor: Actor, id: string, until?: number): Promise<AsyncIterableIterator<Task>> {
+    return this.audited(actor, 'taskUpdated', id, () => subscribeToTask(this.events, checkId(id), this.scope(actor), until), () => [null, 'subscribed']);
   }
 }

@@ -25,12 +25,15 @@ export function visible(row: TaskRow | undefined, owner: string | null, now = Da
 /**
  * Follows one task for one subscriber. Memory per subscriber is bounded: only the newest
  * undelivered row is kept (a slow consumer skips intermediate versions, never the final one,
- * since the final version is always the newest). Versions only increase.
+ * since the final version is always the newest). Versions only increase. The stream ends at
+ * the final state, when the task expires or is deleted, or at `until` (epoch ms: when the
+ * subscriber's credentials expire).
  */
 export async function subscribeToTask(
   events: TaskEvents,
   id: string,
   owner: string | null,
+  until?: number,
 ): Promise<AsyncIterableIterator<Task>> {
   let pending: TaskRow | undefined;
   let lastVersion = 0;
@@ -67,7 +70,8 @@ export async function subscribeToTask(
     throw notFound();
   }
   offer(current);
-  expiry = setTimeout(end, Math.min(2 ** 31 - 1, current.expires_at.getTime() - Date.now()));
+  const endAt = Math.min(current.expires_at.getTime(), until ?? Infinity);
+  expiry = setTimeout(end, Math.max(0, Math.min(2 ** 31 - 1, endAt - Date.now())));
 
   const iterator: AsyncIterableIterator<Task> = {
     async next(): Promise<IteratorResult<Task>> {
@@ -76,7 +80,7 @@ export async function subscribeToTask(
       const row = pending;
       pending = undefined;
       if (!row) return { done: true, value: undefined };
-      if (row.expires_at.getTime() <= Date.now()) {
+      if (row.expires_at.getTime() <= Date.now() || (until !== undefined && until <= Date.now())) {
         end();
         return { done: true, value: undefined };
       }
