@@ -3,21 +3,21 @@ import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../db/types.js';
 import { coerceError } from './errors.js';
 import type { TaskEvents } from './events.js';
-import { CompletionWriter } from './completions.js';
+import { failureOf, OutcomeRecorder } from './handler-outcome.js';
 import type { KindRegistry, TaskContext } from './kinds.js';
 import {
   claimTasks,
-  completeTask,
   failLostTasks,
   failTask,
   releaseLeases,
   renewLeases,
-  reportProgress,
   requestInput,
   type Lease,
 } from './lease-queries.js';
+import { progressWriter } from './progress-writer.js';
 import { findTaskRow } from './store.js';
 import type { TaskFailure } from './task.js';
+import { TaskTimeout } from './task-timeout.js';
 
 export type AbortCause = 'cancelled' | 'expired' | 'timeout' | 'lease-lost' | 'shutdown';
 
@@ -51,9 +51,7 @@ interface Running {
   /** Local deadline of the lease; past it without a renewal, the task may be someone else's. */
   leaseUntil: number;
   waiting: { key: string; resolve(value: unknown): void } | null;
-  timeoutLeftMs: number;
-  timeoutStartedAt: number;
-  timeoutTimer: NodeJS.Timeout | undefined;
+  timeout: TaskTimeout;
   expiryTimer: NodeJS.Timeout | undefined;
   unwatch(): void;
   done: Promise<void>;
@@ -78,11 +76,13 @@ export class Runner {
   private renewing: Promise<void> | undefined;
   private unsubscribe: Array<() => void> = [];
   private readonly kindNames: string[];
-  private readonly completions: CompletionWriter;
+  private readonly progressThrottleMs: number;
+  private readonly outcomes: OutcomeRecorder;
 
   constructor(private readonly options: RunnerOptions) {
     this.kindNames = options.kinds.names();
-    this.completions = new CompletionWriter(options.db);
+    this.progressThrottleMs = options.progressThrottleMs ?? 100;
+    this.outcomes = new OutcomeRecorder(options.db, options.leaseMs);
   }
 
   start(): void {
@@ -162,9 +162,7 @@ export class Runner {
       controller,
       leaseUntil: claimedAt + leaseMs,
       waiting: null,
-      timeoutLeftMs: row.timeout_ms,
-      timeoutStartedAt: Date.now(),
-      timeoutTimer: undefined,
+      timeout: new TaskTimeout(row.timeout_ms, () => this.timedOut(entry)),
       expiryTimer: undefined,
       unwatch: () => {},
       done: Promise.resolve(),
@@ -173,7 +171,7 @@ export class Runner {
     this.active++;
     entry.unwatch = events.watch(row.id, (changed) => this.changed(entry, changed));
     entry.expiryTimer = setTimeout(() => this.abort(entry, 'expired'), Math.max(0, row.expires_at.getTime() - Date.now()));
-    this.armTimeout(entry);
+    entry.timeout.start();
 
     const ctx: TaskContext = {
       taskId: row.id,
@@ -182,7 +180,7 @@ export class Runner {
       input: row.input,
       signal: controller.signal,
       db,
-      progress: this.progressWriter(entry),
+      progress: progressWriter({ db, log, taskId: row.id, lease, signal: controller.signal, throttleMs: this.progressThrottleMs }),
       requestInput: (request) => this.requestInput(entry, request) as Promise<any>,
     };
     const taskLog = log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
@@ -190,15 +188,13 @@ export class Runner {
     entry.done = (async () => {
       try {
         const result = await kind.run(ctx);
-        if (!controller.signal.aborted) await this.complete(row.id, lease, result, taskLog);
+        if (!controller.signal.aborted) await this.outcomes.complete(row.id, lease, result, taskLog);
       } catch (thrown) {
         if (!controller.signal.aborted) {
           const err = coerceError(thrown);
           const failure = failureOf(err);
           taskLog.info({ err, code: failure.code }, 'handler failed');
-          await this.retry(() => failTask(db, row.id, lease, failure), taskLog).catch((err: unknown) =>
-            taskLog.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
-          );
+          await this.outcomes.fail(row.id, lease, failure, taskLog);
         }
       } finally {
         this.finish(entry);
@@ -206,34 +202,8 @@ export class Runner {
     })();
   }
 
-  /**
-   * Completes the task. A result the store refuses — not JSON (a BigInt, a cycle), or a string
-   * with U+0000 — fails this task with HANDLER_ERROR instead of being retried and re-run until
-   * WORKER_LOST; and since completions are written in batches, a refusal is first retried
-   * alone, so one bad result does not fail the tasks that happened to share its statement.
-   */
-  private async complete(id: string, lease: Lease, result: unknown, log: Logger): Promise<void> {
-    const { db } = this.options;
-    try {
-      await this.retry(() => this.completions.complete(id, lease, result), log);
-      return;
-    } catch {
-      // Permanent, for this result or another one in the batch: see which, alone.
-    }
-    try {
-      await this.retry(() => completeTask(db, id, lease, result), log);
-    } catch (thrown) {
-      const err = coerceError(thrown);
-      const failure: TaskFailure = { code: 'HANDLER_ERROR', message: sanitize(`The task's result could not be stored: ${err.message}`) };
-      log.info({ err, code: failure.code }, 'handler failed');
-      await this.retry(() => failTask(db, id, lease, failure), log).catch((err: unknown) =>
-        log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
-      );
-    }
-  }
-
   private finish(entry: Running): void {
-    clearTimeout(entry.timeoutTimer);
+    entry.timeout.clear();
     clearTimeout(entry.expiryTimer);
     entry.unwatch();
     if (this.running.get(entry.row.id) === entry) {
@@ -253,7 +223,7 @@ export class Runner {
     if (waiting && row.status === 'working' && Object.hasOwn(row.answers, waiting.key)) {
       entry.waiting = null;
       this.active++;
-      this.armTimeout(entry);
+      entry.timeout.start();
       waiting.resolve(row.answers[waiting.key]);
     }
   }
@@ -264,56 +234,13 @@ export class Runner {
     entry.controller.abort(new TaskAbortedError(cause));
   }
 
-  private armTimeout(entry: Running): void {
-    entry.timeoutStartedAt = Date.now();
-    clearTimeout(entry.timeoutTimer);
-    entry.timeoutTimer = setTimeout(() => {
-      const { db, log } = this.options;
-      const failure: TaskFailure = { code: 'TIMEOUT', message: `The task ran longer than its ${entry.row.timeout_ms} ms limit.` };
-      this.abort(entry, 'timeout');
-      void failTask(db, entry.row.id, entry.lease, failure).catch((err: unknown) =>
-        log.warn({ err: coerceError(err), taskId: entry.row.id }, 'could not record a timeout'),
-      );
-    }, Math.max(0, entry.timeoutLeftMs));
-  }
-
-  private pauseTimeout(entry: Running): void {
-    clearTimeout(entry.timeoutTimer);
-    entry.timeoutLeftMs -= Date.now() - entry.timeoutStartedAt;
-  }
-
-  private progressWriter(entry: Running): TaskContext['progress'] {
-    const throttleMs = this.options.progressThrottleMs ?? 100;
-    let pending: { fraction: number | null; message: string | null } | null = null;
-    let writing = false;
-    let lastWrite = 0;
-    const flush = async (): Promise<void> => {
-      if (writing || !pending || entry.controller.signal.aborted) return;
-      const wait = lastWrite + throttleMs - Date.now();
-      if (wait > 0) {
-        writing = true;
-        await sleep(wait);
-        writing = false;
-      }
-      const next = pending;
-      pending = null;
-      if (!next) return;
-      writing = true;
-      lastWrite = Date.now();
-      try {
-        await reportProgress(this.options.db, entry.row.id, entry.lease, next.fraction, next.message);
-      } catch (err) {
-        this.options.log.warn({ err: coerceError(err), taskId: entry.row.id }, 'progress not recorded');
-      } finally {
-        writing = false;
-      }
-      if (pending) void flush();
-    };
-    return (fraction, message) => {
-      const clamped = Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : null;
-      pending = { fraction: clamped, message: message ?? null };
-      void flush();
-    };
+  private timedOut(entry: Running): void {
+    const { db, log } = this.options;
+    const failure: TaskFailure = { code: 'TIMEOUT', message: `The task ran longer than its ${entry.row.timeout_ms} ms limit.` };
+    this.abort(entry, 'timeout');
+    void failTask(db, entry.row.id, entry.lease, failure).catch((err: unknown) =>
+      log.warn({ err: coerceError(err), taskId: entry.row.id }, 'could not record a timeout'),
+    );
   }
 
   private async requestInput(entry: Running, request: { key: string; message: string; schema?: Record<string, unknown> }): Promise<unknown> {
@@ -321,7 +248,7 @@ export class Runner {
     signal.throwIfAborted();
     if (Object.hasOwn(entry.row.answers, request.key)) return entry.row.answers[request.key];
     const { db } = this.options;
-    this.pauseTimeout(entry);
+    entry.timeout.pause();
     return new Promise<unknown>((resolve, reject) => {
       entry.waiting = { key: request.key, resolve };
       this.active--;
@@ -385,28 +312,6 @@ export class Runner {
   }
 
   /**
-   * Retries a final write through a short database outage, for as long as the lease lasts.
-   * @throws what no retry can fix (see `isPermanent`), at once
-   */
-  private async retry(write: () => Promise<unknown>, log: Logger): Promise<void> {
-    const until = Date.now() + this.options.leaseMs;
-    for (let delay = 50; ; delay = Math.min(delay * 2, 2_000)) {
-      try {
-        await write();
-        return;
-      } catch (err) {
-        if (isPermanent(err)) throw err;
-        if (Date.now() + delay > until) {
-          log.error({ err: coerceError(err) }, 'could not record the outcome; the task will be re-run');
-          return;
-        }
-        log.warn({ err: coerceError(err) }, 'recording the outcome failed; retrying');
-        await sleep(delay);
-      }
-    }
-  }
-
-  /**
    * Stops claiming, lets running handlers finish for `graceMs`, aborts the rest and gives
    * their leases back (without counting the attempt) so another worker takes them at once.
    */
@@ -436,29 +341,4 @@ export class Runner {
     });
     if (left.length > 0) this.options.log.info({ aborted: left.length, released }, 'runner stopped');
   }
-}
-
-const CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
-
-/**
- * An error the same write would meet again: Postgres data exceptions and integrity violations
- * (SQLSTATE classes 22, 23), or a value JSON cannot express (TypeError, RangeError from
- * JSON.stringify). Anything else — a lost connection, a timeout — may pass.
- */
-function isPermanent(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code)) return true;
-  return err instanceof TypeError || err instanceof RangeError;
-}
-
-/** Text Postgres can store: no U+0000. */
-const sanitize = (text: string) => text.replaceAll('\0', '');
-
-/** What a thrown error means for the task: its own upper-case `code`, or HANDLER_ERROR. */
-function failureOf(err: Error): TaskFailure {
-  const code = (err as { code?: unknown }).code;
-  return {
-    code: typeof code === 'string' && CODE.test(code) ? code : 'HANDLER_ERROR',
-    message: sanitize(err.message || 'The task failed.').slice(0, 2_000),
-  };
 }

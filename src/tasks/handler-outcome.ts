@@ -1,0 +1,101 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/types.js';
+import { CompletionWriter } from './completions.js';
+import { coerceError } from './errors.js';
+import { completeTask, failTask, type Lease } from './lease-queries.js';
+import type { TaskFailure } from './task.js';
+
+const CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** What a thrown error means for the task: its own upper-case `code`, or HANDLER_ERROR. */
+export function failureOf(err: Error): TaskFailure {
+  const code = (err as { code?: unknown }).code;
+  return {
+    code: typeof code === 'string' && CODE.test(code) ? code : 'HANDLER_ERROR',
+    message: sanitize(err.message || 'The task failed.').slice(0, 2_000),
+  };
+}
+
+/** Text Postgres can store: no U+0000. */
+const sanitize = (text: string) => text.replaceAll('\0', '');
+
+/**
+ * An error the same write would meet again: Postgres data exceptions and integrity violations
+ * (SQLSTATE classes 22, 23), or a value JSON cannot express (TypeError, RangeError from
+ * JSON.stringify). Anything else — a lost connection, a timeout — may pass.
+ */
+function isPermanent(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code)) return true;
+  return err instanceof TypeError || err instanceof RangeError;
+}
+
+/**
+ * Records how a handler ended, fenced by its lease. Writes are retried through a short
+ * database outage for as long as the lease lasts; past it the task is left to be re-run.
+ */
+export class OutcomeRecorder {
+  private readonly completions: CompletionWriter;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly leaseMs: number,
+  ) {
+    this.completions = new CompletionWriter(db);
+  }
+
+  /**
+   * Completes the task. A result the store refuses — not JSON (a BigInt, a cycle), or a string
+   * with U+0000 — fails this task with HANDLER_ERROR instead of being retried and re-run until
+   * WORKER_LOST; and since completions are written in batches, a refusal is first retried
+   * alone, so one bad result does not fail the tasks that happened to share its statement.
+   */
+  async complete(id: string, lease: Lease, result: unknown, log: Logger): Promise<void> {
+    try {
+      await this.retry(() => this.completions.complete(id, lease, result), log);
+      return;
+    } catch {
+      // Permanent, for this result or another one in the batch: see which, alone.
+    }
+    try {
+      await this.retry(() => completeTask(this.db, id, lease, result), log);
+    } catch (thrown) {
+      const err = coerceError(thrown);
+      const failure: TaskFailure = { code: 'HANDLER_ERROR', message: sanitize(`The task's result could not be stored: ${err.message}`) };
+      log.info({ err, code: failure.code }, 'handler failed');
+      await this.fail(id, lease, failure, log);
+    }
+  }
+
+  /** Fails the task with `failure`; never throws (what cannot be written is logged). */
+  async fail(id: string, lease: Lease, failure: TaskFailure, log: Logger): Promise<void> {
+    await this.retry(() => failTask(this.db, id, lease, failure), log).catch((err: unknown) =>
+      log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
+    );
+  }
+
+  /**
+   * Retries a final write through a short database outage, for as long as the lease lasts.
+   * @throws what no retry can fix (see `isPermanent`), at once
+   */
+  private async retry(write: () => Promise<unknown>, log: Logger): Promise<void> {
+    const until = Date.now() + this.leaseMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 2_000)) {
+      try {
+        await write();
+        return;
+      } catch (err) {
+        if (isPermanent(err)) throw err;
+        if (Date.now() + delay > until) {
+          log.error({ err: coerceError(err) }, 'could not record the outcome; the task will be re-run');
+          return;
+        }
+        log.warn({ err: coerceError(err) }, 'recording the outcome failed; retrying');
+        await sleep(delay);
+      }
+    }
+  }
+}
