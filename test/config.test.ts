@@ -1,12 +1,9 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { SECRET, startTestApp, type TestApp } from './helpers/app.js';
+import { spawnNode } from './helpers/process.js';
 
 /** Configuration as an operator meets it: refusals that name the variable, and what production hides. */
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** The environment of the test process, without anything that configures taskhandle. */
 function cleanEnv(): Record<string, string> {
@@ -19,16 +16,10 @@ function cleanEnv(): Record<string, string> {
 }
 
 /** Runs a command-line entry as users do; resolves with its exit code and output once it exits. */
-function run(script: string, env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env: { ...cleanEnv(), PORT: '0', DATA_DIR: 'memory://', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+async function run(script: string, env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const node = spawnNode(script, { ...cleanEnv(), PORT: '0', DATA_DIR: 'memory://', ...env }, args);
+  const { code } = await node.exited;
+  return { code, stdout: node.stdout(), stderr: node.stderr() };
 }
 
 function refusalOf(env: Record<string, string>): ConfigError {

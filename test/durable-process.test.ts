@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { createClient } from 'graphql-ws';
 import pg from 'pg';
@@ -10,6 +9,7 @@ import type { Database } from '../src/db/types.js';
 import { claimTasks } from '../src/tasks/lease-queries.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
+import { gqlAt, spawnServer, type ServerProcess } from './helpers/process.js';
 
 /**
  * Durable execution across real, separate server processes started as users start them
@@ -17,85 +17,26 @@ import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
  * cannot be shared between processes, so this file runs on Postgres only.
  */
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const SHORT_LEASE_MS = 1_500;
 
-interface Server {
-  role: string;
-  url: string;
-  child: ChildProcess;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** Everything the process wrote to stdout, as parsed pino lines (other lines skipped). */
-  logs(): Array<Record<string, any>>;
-}
-
-/** Every process this file started, listening or not. */
-const servers: Server[] = [];
+/** Every process this file started. */
+const servers: ServerProcess[] = [];
 let database: TestDatabase | undefined;
 let client: pg.Client | undefined;
-let api: Server;
+let api: ServerProcess;
 let alice: string;
 /** Servers that outlive one test (the API process, a describe block's workers). */
-const kept = new Set<Server>();
+const kept = new Set<ServerProcess>();
 
-async function kill(...which: Server[]): Promise<void> {
-  for (const s of which) if (alive(s)) s.child.kill('SIGKILL');
-  await Promise.all(which.map((s) => s.exited));
+async function kill(...which: ServerProcess[]): Promise<void> {
+  await Promise.all(which.map((s) => s.stop('SIGKILL')));
 }
 
-/** Spawns `src/main.ts` in `role` and resolves once it prints its "taskhandle listening" line. */
-function startServer(role: 'api' | 'worker' | 'all', env: Record<string, string> = {}): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: database!.url,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      AUTH_JWT_SECRET: SECRET,
-      LOG_LEVEL: 'debug',
-      ROLE: role,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: Array<Record<string, any>> = [];
-  let stderr = '';
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const server: Server = { role, url: '', child, exited, logs: () => lines };
+/** Spawns `src/main.ts` in `role` (debug logs: claims and aborts) and resolves once it listens. */
+async function startServer(role: 'api' | 'worker' | 'all', env: Record<string, string> = {}): Promise<ServerProcess> {
+  const server = await spawnServer({ role, databaseUrl: database!.url!, env: { LOG_LEVEL: 'debug', ...env } });
   servers.push(server);
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      let newline;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        if (!line.startsWith('{')) continue;
-        const entry = JSON.parse(line) as Record<string, any>;
-        lines.push(entry);
-        if (entry.msg === 'taskhandle listening') {
-          server.url = entry.url;
-          resolve(server);
-        }
-      }
-    });
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    void exited.then(({ code, signal }) => reject(new Error(`${role} exited (${code ?? signal}) before listening: ${stderr}`)));
-    setTimeout(() => reject(new Error(`${role} did not start within 30 s: ${stderr}`)), 30_000).unref();
-  });
-}
-
-async function gql(server: Server, query: string, variables: Record<string, unknown>, token: string): Promise<any> {
-  const response = await fetch(`${server.url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  return response.json();
+  return server;
 }
 
 const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id status version } }`;
@@ -104,7 +45,7 @@ const ANSWER = `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskIn
 const GET = `query($id: ID!) { task(id: $id) { id status version result error { code } inputRequest { key } } }`;
 
 async function startTask(kind: string, input: unknown): Promise<string> {
-  const response = await gql(api, START, { input: { kind, input } }, alice);
+  const response = await gqlAt(api.url, START, { input: { kind, input } }, alice);
   expect(response.errors).toBeUndefined();
   return response.data.startTask.id;
 }
@@ -126,11 +67,9 @@ async function row(id: string): Promise<Row> {
 }
 
 /** The server whose log says it claimed `taskId` on `attempt`. */
-function claimant(candidates: Server[], taskId: string, attempt: number): Server | undefined {
+function claimant(candidates: ServerProcess[], taskId: string, attempt: number): ServerProcess | undefined {
   return candidates.find((s) => s.logs().some((l) => l.msg === 'task claimed' && l.taskId === taskId && l.attempt === attempt));
 }
-
-const alive = (s: Server) => s.child.exitCode === null && s.child.signalCode === null;
 
 /** OS threads of a process: a worker thread (the primes sieve) adds at least one. */
 const threads = (pid: number) => readdirSync(`/proc/${pid}/task`).length;
@@ -159,9 +98,9 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
   });
 
   describe('workers lost with SIGKILL', () => {
-    let w1: Server;
-    let w2: Server;
-    let survivor: Server;
+    let w1: ServerProcess;
+    let w2: ServerProcess;
+    let survivor: ServerProcess;
     beforeAll(async () => {
       [w1, w2] = await Promise.all([startServer('worker', short), startServer('worker', short)]);
       kept.add(w1).add(w2);
@@ -197,16 +136,16 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
           `→ COMPLETED in ${completedAfter} ms (of which the re-run itself sleeps ${runMs} ms)`,
       );
       // The API process sees the same final state.
-      expect((await gql(api, GET, { id }, alice)).data.task).toMatchObject({ status: 'COMPLETED', result: { sleptMs: done.result.sleptMs } });
+      expect((await gqlAt(api.url, GET, { id }, alice)).data.task).toMatchObject({ status: 'COMPLETED', result: { sleptMs: done.result.sleptMs } });
     });
 
     it('keeps an answer given while no worker lives, and the next worker resumes with it at once', async () => {
       const id = await startTask('approval', { question: 'Ship it?' });
-      await eventually(async () => ((await gql(api, GET, { id }, alice)).data.task.status === 'INPUT_REQUIRED' ? true : undefined));
+      await eventually(async () => ((await gqlAt(api.url, GET, { id }, alice)).data.task.status === 'INPUT_REQUIRED' ? true : undefined));
       expect(claimant([survivor], id, 1)).toBe(survivor);
 
       await kill(survivor); // the last worker
-      const answered = await gql(api, ANSWER, { id, key: 'decision', value: { approved: true, comment: 'ship it' } }, alice);
+      const answered = await gqlAt(api.url, ANSWER, { id, key: 'decision', value: { approved: true, comment: 'ship it' } }, alice);
       expect(answered.errors).toBeUndefined();
       expect(answered.data.provideTaskInput.status).toBe('WORKING');
 
@@ -214,7 +153,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
       await eventually(async () => ((await row(id)).lease_expires_at!.getTime() < Date.now() - SHORT_LEASE_MS ? true : undefined));
       expect(await row(id)).toMatchObject({ status: 'working', attempt: 1, result: null });
 
-      const ws = createClient({ url: `${api.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${alice}` } });
+      const ws = createClient({ url: api.wsUrl, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${alice}` } });
       const events: any[] = [];
       const followed = new Promise<unknown>((resolve) =>
         ws.subscribe(
@@ -235,8 +174,8 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
   });
 
   describe('two workers on a short lease', () => {
-    let w1: Server;
-    let w2: Server;
+    let w1: ServerProcess;
+    let w2: ServerProcess;
     beforeAll(async () => {
       const env = { ...short, TASK_SHUTDOWN_GRACE_MS: '10000' };
       [w1, w2] = await Promise.all([startServer('worker', env), startServer('worker', env)]);
@@ -319,7 +258,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
     expect((await row(sieve)).attempt).toBe(0);
 
     const cancelledAt = Date.now();
-    expect((await gql(api, CANCEL, { id: hour }, alice)).data.cancelTask.status).toBe('CANCELLED');
+    expect((await gqlAt(api.url, CANCEL, { id: hour }, alice)).data.cancelTask.status).toBe('CANCELLED');
     await eventually(async () => ((await row(sieve)).worker_id ? true : undefined));
     console.log(`[durable] cancel answered by the API process → the worker's freed slot claimed the next task in ${Date.now() - cancelledAt} ms`);
 
@@ -327,7 +266,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
     await eventually(async () => ((await row(sieve)).progress ?? 0) > 0 || undefined);
     expect(threads(worker.child.pid!)).toBeGreaterThan(idleThreads);
     const next = await startTask('sleep', { ms: 0 });
-    expect((await gql(api, CANCEL, { id: sieve }, alice)).data.cancelTask.status).toBe('CANCELLED');
+    expect((await gqlAt(api.url, CANCEL, { id: sieve }, alice)).data.cancelTask.status).toBe('CANCELLED');
     await eventually(async () => ((await row(next)).status === 'completed' ? true : undefined), 15_000);
     await eventually(async () => (threads(worker.child.pid!) <= idleThreads ? true : undefined));
 
@@ -350,7 +289,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
       }
     }
     for (const server of [api, all]) {
-      expect((await gql(server, GET, { id }, alice)).data.task.status).toBe('COMPLETED');
+      expect((await gqlAt(server.url, GET, { id }, alice)).data.task.status).toBe('COMPLETED');
       const rest = await fetch(`${server.url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${alice}` } });
       expect(rest.status).toBe(200);
     }

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createClient, type Client } from 'graphql-ws';
 import pg from 'pg';
 import WebSocket from 'ws';
@@ -6,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
+import { gqlAt, spawnServer, type ServerProcess } from './helpers/process.js';
 
 /**
  * Many processes, one database: two api processes and a worker process, started as users
@@ -13,68 +13,23 @@ import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
  * one process and cannot be shared, so this file runs on Postgres only.
  */
 
-const ROOT = new URL('..', import.meta.url).pathname;
-
-interface Server {
-  role: string;
-  url: string;
-  wsUrl: string;
-  child: ChildProcess;
-  exited: Promise<unknown>;
-  logs: Array<Record<string, any>>;
-}
-
 let database: TestDatabase;
 let admin: pg.Client;
-let api1: Server;
-let api2: Server;
-let worker: Server;
+let api1: ServerProcess;
+let api2: ServerProcess;
+let worker: ServerProcess;
 let alice: string;
-const servers: Server[] = [];
+const servers: ServerProcess[] = [];
 const clients: Client[] = [];
 
-/** Spawns `src/main.ts` in `role`; resolves at its "taskhandle listening" line. */
-function startServer(role: 'api' | 'worker', env: Record<string, string> = {}): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: database.url, PORT: '0', HOST: '127.0.0.1', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'info', ROLE: role, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const logs: Array<Record<string, any>> = [];
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      let newline;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        if (!line.startsWith('{')) continue;
-        const entry = JSON.parse(line) as Record<string, any>;
-        logs.push(entry);
-        if (entry.msg === 'taskhandle listening') {
-          const server = { role, url: entry.url as string, wsUrl: `${(entry.url as string).replace(/^http/, 'ws')}/graphql`, child, exited, logs };
-          servers.push(server);
-          resolve(server);
-        }
-      }
-    });
-    void exited.then((code) => reject(new Error(`${role} exited (${String(code)}) before listening: ${stderr}`)));
-    setTimeout(() => reject(new Error(`${role} did not start within 30 s: ${stderr}`)), 30_000).unref();
-  });
+/** Spawns `src/main.ts` in `role`; resolves once it listens. */
+async function startServer(role: 'api' | 'worker', env: Record<string, string> = {}): Promise<ServerProcess> {
+  const server = await spawnServer({ role, databaseUrl: database.url!, env });
+  servers.push(server);
+  return server;
 }
 
-async function gql(server: Server, query: string, variables: Record<string, unknown>): Promise<any> {
-  const response = await fetch(`${server.url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${alice}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  return response.json();
-}
+const gql = (server: ServerProcess, query: string, variables: Record<string, unknown>) => gqlAt(server.url, query, variables, alice);
 
 const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id status version } }`;
 const GET = `query($id: ID!) { task(id: $id) { id status version progress result } }`;
@@ -82,7 +37,7 @@ const CANCEL = `mutation($id: ID!) { cancelTask(id: $id) { id status version } }
 const ANSWER = `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskInput(id: $id, key: $key, value: $value) { id status version } }`;
 const FOLLOW = `subscription($id: ID!) { taskUpdated(id: $id) { id status version progress result } }`;
 
-async function startTask(api: Server, kind: string, input: unknown): Promise<string> {
+async function startTask(api: ServerProcess, kind: string, input: unknown): Promise<string> {
   const response = await gql(api, START, { input: { kind, input } });
   expect(response.errors).toBeUndefined();
   return response.data.startTask.id;
@@ -95,7 +50,7 @@ interface Followed {
 }
 
 /** Follows task `id` over its own WebSocket on `api`. */
-function follow(api: Server, id: string): Followed {
+function follow(api: ServerProcess, id: string): Followed {
   const client = createClient({ url: api.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { authorization: `Bearer ${alice}` } });
   clients.push(client);
   const events: Followed['events'] = [];
@@ -128,8 +83,7 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
 
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.dispose()));
-    for (const s of servers) s.child.kill('SIGTERM');
-    await Promise.all(servers.map((s) => s.exited));
+    await Promise.all(servers.map((s) => s.stop('SIGTERM')));
     await admin?.end();
     await database?.drop();
   });
@@ -191,7 +145,7 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
     const followers = ids.map((id) => follow(api2, id));
     // Mid-task: the first task has reported progress.
     await eventually(async () => (followers[0]!.events.some((e) => (e.progress ?? 0) > 0) ? true : undefined));
-    const restoredBefore = servers.map((s) => s.logs.filter((l) => l.msg === 'listening connection restored').length);
+    const restoredBefore = servers.map((s) => s.logs().filter((l) => l.msg === 'listening connection restored').length);
 
     const cut = await admin.query<{ n: number }>(
       `select count(*)::int as n from (
@@ -203,7 +157,7 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
 
     // Every process notices and listens again, on its own.
     await eventually(async () =>
-      servers.every((s, i) => s.logs.filter((l) => l.msg === 'listening connection restored').length > restoredBefore[i]!) ? true : undefined,
+      servers.every((s, i) => s.logs().filter((l) => l.msg === 'listening connection restored').length > restoredBefore[i]!) ? true : undefined,
     );
     const outcomes = await Promise.all(followers.map((f) => f.done));
     expect(outcomes.filter((o) => o.error !== undefined)).toEqual([]);

@@ -1,16 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/types.js';
 import { Purger, purgeExpired } from '../src/tasks/purge.js';
-import { eventually, SECRET, startTestApp, type TestApp } from './helpers/app.js';
+import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { backend } from './helpers/db.js';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+import { spawnServer, type ServerProcess } from './helpers/process.js';
 
 /**
  * Inserts `count` finished tasks in one statement. Expired ones expired `expiredAgoMs` ago and
@@ -110,7 +106,7 @@ describe.skipIf(backend === 'pglite')('purge on a shared Postgres', () => {
   let api: TestApp;
   let db: Kysely<Database>;
   let locker: pg.Client;
-  const children: ChildProcess[] = [];
+  const workers: ServerProcess[] = [];
 
   beforeAll(async () => {
     api = await startTestApp({ env: { ROLE: 'api', TASK_MIN_TTL_MS: '1' } });
@@ -122,7 +118,7 @@ describe.skipIf(backend === 'pglite')('purge on a shared Postgres', () => {
     await locker.connect();
   });
   afterEach(async () => {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    await Promise.all(workers.map((w) => w.stop('SIGKILL')));
     await locker.end().catch(() => {}); // rolls back a lock a failed test left open
   });
   afterAll(async () => {
@@ -185,39 +181,20 @@ describe.skipIf(backend === 'pglite')('purge on a shared Postgres', () => {
     await eventually(async () => ((await count(db, 'expired')) === 2_505 ? true : undefined));
     const locked = await lockOldestExpired();
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: api.database.url,
-        PORT: '0',
-        AUTH_JWT_SECRET: SECRET,
-        LOG_LEVEL: 'info',
-        ROLE: 'worker',
-        TASK_PURGE_INTERVAL_MS: '200',
-        TASK_SHUTDOWN_GRACE_MS: '100',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const worker = await spawnServer({
+      role: 'worker',
+      databaseUrl: api.database.url!,
+      env: { TASK_PURGE_INTERVAL_MS: '200', TASK_SHUTDOWN_GRACE_MS: '100' },
     });
-    children.push(child);
-    const lines: Array<{ msg?: string; deleted?: number }> = [];
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const parts = buffered.split('\n');
-      buffered = parts.pop()!;
-      for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part));
-    });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    workers.push(worker);
+    const lines = worker.logs() as Array<{ msg?: string; deleted?: number }>;
     const purgedSoFar = () => lines.filter((l) => l.msg === 'purged expired tasks').reduce((sum, l) => sum + (l.deleted ?? 0), 0);
 
     try {
       // Everything expired goes, except the locked row, while its lock is held.
       await eventually(async () => (purgedSoFar() === 2_504 ? true : undefined), 30_000, 50).catch((err) => {
-        throw new Error(`${(err as Error).message}; purged ${purgedSoFar()}; worker stderr: ${stderr}`);
+        throw new Error(`${(err as Error).message}; purged ${purgedSoFar()}; worker stderr: ${worker.stderr()}`);
       });
-      expect(lines.some((l) => l.msg === 'taskhandle listening')).toBe(true);
       expect(await db.selectFrom('tasks').select('id').where('expires_at', '<=', sql<Date>`now()`).execute()).toEqual([{ id: locked.id }]);
       for (const id of started) if (id !== locked.id) expect(await db.selectFrom('tasks').select('id').where('id', '=', id).executeTakeFirst()).toBeUndefined();
 
@@ -227,9 +204,7 @@ describe.skipIf(backend === 'pglite')('purge on a shared Postgres', () => {
       await eventually(async () => (purgedSoFar() === 2_505 ? true : undefined), 10_000, 50);
       expect(await db.selectFrom('tasks').select('id').execute()).toEqual([{ id: liveId }]);
     } finally {
-      child.kill('SIGTERM');
-      const [code] = await once(child, 'exit');
-      expect(code).toBe(0);
+      expect((await worker.stop('SIGTERM')).code).toBe(0);
     }
   });
 });
