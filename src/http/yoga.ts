@@ -1,3 +1,4 @@
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
@@ -58,6 +59,9 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
     logging: yogaLogger(options.log),
     plugins: [useSharedEventResults()],
     maskedErrors: { maskError, isDev: !options.production && process.env.NODE_ENV === 'development' },
+    // GraphiQL's code is served by this server, not fetched from a CDN: it works offline and
+    // behind locked-down networks.
+    renderGraphiQL,
     graphiql: options.graphiql
       ? {
           title: 'taskhandle',
