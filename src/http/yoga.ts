@@ -29,7 +29,7 @@ export interface YogaOptions {
 const DEFAULT_QUERY = `# Start a task, then follow it:
 mutation Start {
   startTask(input: { kind: "sleep", input: { ms: 5000 } }) {
-    id status progress pollIntervalMs createdAt
+    id status progress pollIntervalMs createdAt expiresAt
   }
 }
 
@@ -46,7 +46,7 @@ mutation Cancel($id: ID!) {
 }
 
 query List {
-  tasks(first: 10) { edges { node { id kind status createdAt } } pageInfo { hasNextPage endCursor } }
+  tasks(first: 10) { edges { cursor node { id kind status createdAt } } pageInfo { hasNextPage endCursor } }
 }
 `;
 
