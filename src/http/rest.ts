@@ -203,11 +203,11 @@ export function createRestHandler(options: RestOptions) {
     }
     if (parts.length === 4 && id && sub === 'input' && method === 'POST') {
       const principal = await principalFor(req, SCOPES.write, 'provideTaskInput', id);
-      taskIdOf(id);
+      const taskId = taskIdOf(id);
       const body = await readJson(req);
       if (typeof body.key !== 'string') throw new ServiceError('BAD_USER_INPUT', 'key must be a string.');
       if (!('value' in body)) throw new ServiceError('BAD_USER_INPUT', 'value is required.');
-      const task = await tasks.provideInput(toActor(principal), id, body.key, body.value);
+      const task = await tasks.provideInput(toActor(principal), taskId, body.key, body.value);
       return sendJson(res, 200, toHandle(task, principal, true), retryAfter(task));
     }
     const allowed = parts.length === 2 ? 'GET, POST' : parts.length === 3 ? 'GET, DELETE' : parts.length === 4 && sub === 'input' ? 'POST' : undefined;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
@@ -7,8 +8,6 @@ import { completeTask, failTask, type Lease } from './lease-queries.js';
 import type { TaskFailure } from './task.js';
 
 const CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** What a thrown error means for the task: its own upper-case `code`, or HANDLER_ERROR. */
 export function failureOf(err: Error): TaskFailure {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
@@ -15,8 +16,6 @@ export interface ProgressWriterOptions {
   /** Least time between two writes. */
   throttleMs: number;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * A handler's `progress`: fraction clamped to 0..1 (null when not finite), at most one write

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
@@ -14,18 +15,6 @@ export interface PurgeOptions {
   restRatio?: number;
   /** Stops between batches (a shutdown need not wait for a large backlog). */
   signal?: AbortSignal;
-}
-
-function rest(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }
 
 /**
@@ -53,7 +42,8 @@ export async function purgeExpired(db: Kysely<Database>, options: number | Purge
     const n = result.rows[0]?.n ?? 0;
     total += n;
     if (n < batchSize) return total;
-    if (restRatio > 0) await rest(restRatio * (Date.now() - startedAt), signal);
+    // An abort ends the rest early; the loop then stops.
+    if (restRatio > 0) await sleep(restRatio * (Date.now() - startedAt), undefined, { signal }).catch(() => {});
   }
   return total;
 }

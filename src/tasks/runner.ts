@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../db/types.js';
@@ -56,8 +57,6 @@ interface Running {
   unwatch(): void;
   done: Promise<void>;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs tasks in this process: woken by NOTIFY (and a backstop poll), claims with

@@ -7,8 +7,8 @@ import type { TaskEvents } from './events.js';
 import { validateAgainst, type KindRegistry, type TaskKind } from './kinds.js';
 import { isTerminal, type TaskStatus } from './status.js';
 import { answerTask, cancelTask, findTask, insertTask, listTasks } from './store.js';
-import { subscribeToTask, visible } from './subscription.js';
-import { toTask, type Task } from './task.js';
+import { subscribeToTask } from './subscription.js';
+import { toTask, visible, type Task } from './task.js';
 
 /** Who is asking, as the domain needs it: the faces turn tokens and scopes into this. */
 export interface Actor {
@@ -58,7 +58,7 @@ export function isTaskId(id: string): boolean {
 }
 
 function checkId(id: string): string {
-  if (!UUID.test(id)) throw new ServiceError('BAD_USER_INPUT', 'Malformed task id: expected a UUID.');
+  if (!isTaskId(id)) throw new ServiceError('BAD_USER_INPUT', 'Malformed task id: expected a UUID.');
   return id.toLowerCase();
 }
 
@@ -107,8 +107,9 @@ export class TaskService {
     return actor.admin ? null : actor.id;
   }
 
-  private audit(actor: Actor, operation: string, taskId: string | null, outcome: string): void {
-    this.log.info({ audit: true, principal: actor.id, operation, taskId, outcome }, 'task operation');
+  /** The one audit line of a task operation; `principal` is null without a valid token. */
+  private audit(principal: string | null, operation: string, taskId: string | null, outcome: string): void {
+    this.log.info({ audit: true, principal, operation, taskId, outcome }, 'task operation');
   }
 
   /**
@@ -117,18 +118,17 @@ export class TaskService {
    * is kept only when it has the shape of one.
    */
   refused(principal: string | null, operation: string, taskId: string | null, outcome: 'UNAUTHENTICATED' | 'FORBIDDEN'): void {
-    const id = taskId !== null && UUID.test(taskId) ? taskId.toLowerCase() : null;
-    this.log.info({ audit: true, principal, operation, taskId: id, outcome }, 'task operation');
+    this.audit(principal, operation, taskId !== null && isTaskId(taskId) ? taskId.toLowerCase() : null, outcome);
   }
 
   private async audited<T>(actor: Actor, operation: string, taskId: string | null, run: () => Promise<T>, describe: (value: T) => [string | null, string]): Promise<T> {
     try {
       const value = await run();
       const [id, outcome] = describe(value);
-      this.audit(actor, operation, id ?? taskId, outcome);
+      this.audit(actor.id, operation, id ?? taskId, outcome);
       return value;
     } catch (err) {
-      this.audit(actor, operation, taskId, err instanceof ServiceError ? err.code : 'error');
+      this.audit(actor.id, operation, taskId, err instanceof ServiceError ? err.code : 'error');
       throw err;
     }
   }

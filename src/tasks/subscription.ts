@@ -2,7 +2,7 @@ import type { TaskRow } from '../db/types.js';
 import { notFound } from './errors.js';
 import type { TaskEvents } from './events.js';
 import { isTerminal, type TaskStatus } from './status.js';
-import { toTask, type Task } from './task.js';
+import { toTask, visible, type Task } from './task.js';
 
 /**
  * One Task per row read: every local subscriber of a task gets the same object for the same
@@ -15,11 +15,6 @@ function taskOf(row: TaskRow): Task {
   let entry = converted.get(row);
   if (!entry || now - entry.at > 1_000) converted.set(row, (entry = { task: toTask(row, now), at: now }));
   return entry.task;
-}
-
-/** Whether `owner` (null: an admin) may see `row` now: what `findTask` would return. */
-export function visible(row: TaskRow | undefined, owner: string | null, now = Date.now()): row is TaskRow {
-  return row !== undefined && row.expires_at.getTime() > now && (owner === null || row.owner === owner);
 }
 
 /**

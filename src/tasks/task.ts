@@ -67,6 +67,7 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
   };
 }
 
-export function isExpired(task: Pick<Task, 'expiresAt'>, now = Date.now()): boolean {
-  return task.expiresAt.getTime() <= now;
+/** Whether `owner` (null: an admin) may see `row` now: what `findTask` would return. */
+export function visible(row: TaskRow | undefined, owner: string | null, now = Date.now()): row is TaskRow {
+  return row !== undefined && row.expires_at.getTime() > now && (owner === null || row.owner === owner);
 }
