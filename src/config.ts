@@ -1,4 +1,7 @@
 import { isIP } from 'node:net';
+import { bool, ConfigError, decimal, type Env, int, origins, str, token, url } from './env.js';
+
+export { ConfigError } from './env.js';
 
 /**
  * Environment → frozen Config. Every variable of DESIGN §1 is parsed here and nowhere else;
@@ -17,6 +20,8 @@ export interface Config {
   role: Role;
   production: boolean;
   graphiql: boolean;
+  /** The dashboard at `/`. @default true */
+  dashboard: boolean;
   auth: {
     jwtSecret: string | undefined;
     jwksUrl: string | undefined;
@@ -33,62 +38,129 @@ export interface Config {
     shutdownGraceMs: number;
   };
   runnerConcurrency: number;
+  mcp: {
+    /** A session with no request for this long is closed. */
+    sessionIdleMs: number;
+    /** Sessions one process holds at once; `initialize` beyond is refused with 503. */
+    maxSessions: number;
+  };
+  webhooks: WebhookConfig;
+  /** Postgres only (PGlite has no network): what a query or a new connection may take. */
+  db: {
+    statementTimeoutMs: number;
+    connectTimeoutMs: number;
+  };
+  /** When set, `GET /metrics` needs `Authorization: Bearer <it>`. */
+  metricsToken: string | undefined;
   logLevel: string;
+  /** DESIGN §12: what one request, socket or principal may ask. */
+  limits: Limits;
 }
 
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-    this.name = 'ConfigError';
-  }
+export interface Limits {
+  graphqlMaxDepth: number;
+  graphqlMaxAliases: number;
+  graphqlMaxTokens: number;
+  graphqlMaxDirectives: number;
+  /** `__schema`/`__type` answered; `__typename` always is. */
+  graphqlIntrospection: boolean;
+  httpMaxBodyBytes: number;
+  httpHeadersTimeoutMs: number;
+  httpRequestTimeoutMs: number;
+  wsMaxPayloadBytes: number;
+  wsMaxSubscriptionsPerSocket: number;
+  /** Tokens a principal's bucket regains a second; 0: no rate limit. */
+  rateLimitRps: number;
+  /** The bucket's size; 0 with a rate: the rate rounded up. */
+  rateLimitBurst: number;
+  /** Origins a browser may call from; `*`: any origin, without credentials. */
+  corsOrigins: '*' | readonly string[];
 }
 
-type Env = Record<string, string | undefined>;
-
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `expected a whole number, got ${JSON.stringify(raw)}`);
-  const value = Number(raw.trim());
-  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
-  return value;
+/** Webhook delivery (DESIGN §11). */
+export interface WebhookConfig {
+  /** An attempt without a 2xx answer by then fails. @default 10_000 */
+  timeoutMs: number;
+  /** The delays before each retry, in turn: 1 + its length attempts in all. */
+  retryScheduleMs: readonly number[];
+  /** Attempts one process makes at once. @default 16 */
+  concurrency: number;
+  /** Lifts the address guard (loopback, private, link-local…): tests and private networks. */
+  allowPrivate: boolean;
+  /**
+   * How often a process looks for due deliveries without being notified: retries come due
+   * by the clock, not by a NOTIFY, so this bounds how late one starts. @default 1_000
+   */
+  pollIntervalMs: number;
 }
 
-function str(env: Env, name: string): string | undefined {
-  const raw = env[name]?.trim();
-  return raw === '' ? undefined : raw;
-}
-
-function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
-  const raw = str(env, name);
-  if (raw === undefined) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(name, `not a URL: ${JSON.stringify(raw)}`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(name, `expected ${protocols.join(' or ')} URL, got ${parsed.protocol}`);
-  }
-  return raw;
-}
-
-function bool(env: Env, name: string): boolean | undefined {
-  const raw = str(env, name)?.toLowerCase();
-  if (raw === undefined) return undefined;
-  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
-  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-  throw new ConfigError(name, `expected true or false, got ${JSON.stringify(raw)}`);
-}
+/** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+export const DEFAULT_RETRY_SCHEDULE_MS = Object.freeze([
+  5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+]);
 
 const DAY = 86_400_000;
-const HOSTNAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
+
+function schedule(env: Env, name: string): readonly number[] {
+  const raw = str(env, name);
+  if (raw === undefined) return DEFAULT_RETRY_SCHEDULE_MS;
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length < 1 || parts.length > 20 || parts.some((p) => !/^\d+$/.test(p)))
+    throw new ConfigError(
+      name,
+      `expected 1 to 20 comma-separated whole numbers of milliseconds, got ${JSON.stringify(raw)}`,
+    );
+  const delays = parts.map(Number);
+  if (delays.some((d) => d > 7 * DAY))
+    throw new ConfigError(name, `a delay may be at most ${7 * DAY} ms (7 days)`);
+  return Object.freeze(delays);
+}
+const HOSTNAME =
+  /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
+const MIB = 1_048_576;
+
+function limits(env: Env, production: boolean): Limits {
+  const rateLimitRps = decimal(env, 'RATE_LIMIT_RPS', 0, 1_000_000);
+  const httpHeadersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, DAY);
+  const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, DAY);
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs)
+    throw new ConfigError(
+      'HTTP_HEADERS_TIMEOUT_MS',
+      `must be at most HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`,
+    );
+  return Object.freeze({
+    graphqlMaxDepth: int(env, 'GRAPHQL_MAX_DEPTH', 20, 1, 1_000),
+    graphqlMaxAliases: int(env, 'GRAPHQL_MAX_ALIASES', 30, 0, 10_000),
+    graphqlMaxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 10_000, 100, 1_000_000),
+    graphqlMaxDirectives: int(env, 'GRAPHQL_MAX_DIRECTIVES', 50, 0, 10_000),
+    graphqlIntrospection: bool(env, 'GRAPHQL_INTROSPECTION') ?? !production,
+    httpMaxBodyBytes: int(env, 'HTTP_MAX_BODY_BYTES', MIB, 1_024, 1_024 * MIB),
+    httpHeadersTimeoutMs,
+    httpRequestTimeoutMs,
+    wsMaxPayloadBytes: int(env, 'WS_MAX_PAYLOAD_BYTES', MIB, 1_024, 1_024 * MIB),
+    wsMaxSubscriptionsPerSocket: int(env, 'WS_MAX_SUBSCRIPTIONS_PER_SOCKET', 100, 1, 100_000),
+    rateLimitRps,
+    rateLimitBurst:
+      int(env, 'RATE_LIMIT_BURST', 0, 0, 1_000_000) || Math.max(1, Math.ceil(rateLimitRps)),
+    corsOrigins: origins(env, production),
+  });
+}
+
+/** The limits of DESIGN §12 when no variable sets them. */
+export function defaultLimits(production: boolean): Limits {
+  return limits({}, production);
+}
+
 /** pino's levels. */
-const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOG_LEVELS: readonly string[] = [
+  'fatal',
+  'error',
+  'warn',
+  'info',
+  'debug',
+  'trace',
+  'silent',
+];
 /** ttlMs travels as a GraphQL Int (32-bit signed): about 24.8 days at most. */
 const MAX_INT = 2_147_483_647;
 
@@ -99,9 +171,17 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('ROLE', `expected api, worker or all, got ${JSON.stringify(role)}`);
   }
   const host = str(env, 'HOST') ?? '127.0.0.1';
-  if (isIP(host) === 0 && !HOSTNAME.test(host)) throw new ConfigError('HOST', `expected an IP address or a host name, got ${JSON.stringify(host)}`);
+  if (isIP(host) === 0 && !HOSTNAME.test(host))
+    throw new ConfigError(
+      'HOST',
+      `expected an IP address or a host name, got ${JSON.stringify(host)}`,
+    );
   const logLevel = str(env, 'LOG_LEVEL') ?? (env.NODE_ENV === 'test' ? 'silent' : 'info');
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new ConfigError(
+      'LOG_LEVEL',
+      `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`,
+    );
 
   const jwtSecret = str(env, 'AUTH_JWT_SECRET');
   if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
@@ -114,17 +194,24 @@ export function loadConfig(env: Env = process.env): Config {
       'NODE_ENV=production needs AUTH_JWT_SECRET or AUTH_JWKS_URL; refusing to start without authentication',
     );
   }
-  const defaultScopes = (str(env, 'AUTH_DEFAULT_SCOPES') ?? 'tasks:read tasks:write').split(/\s+/).filter(Boolean);
+  const defaultScopes = (str(env, 'AUTH_DEFAULT_SCOPES') ?? 'tasks:read tasks:write')
+    .split(/\s+/)
+    .filter(Boolean);
   for (const scope of defaultScopes) {
-    if (!/^[\x21-\x7e]+$/.test(scope)) throw new ConfigError('AUTH_DEFAULT_SCOPES', `bad scope ${JSON.stringify(scope)}`);
+    if (!/^[\x21-\x7e]+$/.test(scope))
+      throw new ConfigError('AUTH_DEFAULT_SCOPES', `bad scope ${JSON.stringify(scope)}`);
   }
 
   const minTtlMs = int(env, 'TASK_MIN_TTL_MS', 1_000, 1, MAX_INT);
   const maxTtlMs = int(env, 'TASK_MAX_TTL_MS', 7 * DAY, 1, MAX_INT);
-  if (maxTtlMs < minTtlMs) throw new ConfigError('TASK_MAX_TTL_MS', `must be at least TASK_MIN_TTL_MS (${minTtlMs})`);
+  if (maxTtlMs < minTtlMs)
+    throw new ConfigError('TASK_MAX_TTL_MS', `must be at least TASK_MIN_TTL_MS (${minTtlMs})`);
   const defaultTtlMs = int(env, 'TASK_DEFAULT_TTL_MS', 3_600_000, 1, MAX_INT);
   if (defaultTtlMs < minTtlMs || defaultTtlMs > maxTtlMs) {
-    throw new ConfigError('TASK_DEFAULT_TTL_MS', `must lie within [TASK_MIN_TTL_MS, TASK_MAX_TTL_MS] = [${minTtlMs}, ${maxTtlMs}]`);
+    throw new ConfigError(
+      'TASK_DEFAULT_TTL_MS',
+      `must lie within [TASK_MIN_TTL_MS, TASK_MAX_TTL_MS] = [${minTtlMs}, ${maxTtlMs}]`,
+    );
   }
 
   const config: Config = {
@@ -135,6 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
     role,
     production,
     graphiql: bool(env, 'GRAPHIQL') ?? !production,
+    dashboard: bool(env, 'DASHBOARD') ?? true,
     auth: {
       jwtSecret,
       jwksUrl,
@@ -151,9 +239,29 @@ export function loadConfig(env: Env = process.env): Config {
       shutdownGraceMs: int(env, 'TASK_SHUTDOWN_GRACE_MS', 10_000, 0, DAY),
     },
     runnerConcurrency: int(env, 'RUNNER_CONCURRENCY', 8, 1, 10_000),
+    mcp: {
+      sessionIdleMs: int(env, 'MCP_SESSION_IDLE_MS', 1_800_000, 100, DAY),
+      maxSessions: int(env, 'MCP_MAX_SESSIONS', 10_000, 1, 1_000_000),
+    },
+    webhooks: {
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
+      retryScheduleMs: schedule(env, 'WEBHOOK_RETRY_SCHEDULE_MS'),
+      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 16, 1, 10_000),
+      allowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE') ?? false,
+      pollIntervalMs: int(env, 'WEBHOOK_POLL_INTERVAL_MS', 1_000, 10, 60_000),
+    },
+    db: {
+      statementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 10, DAY),
+      connectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 3_000, 10, 600_000),
+    },
+    metricsToken: token(env, 'METRICS_TOKEN'),
     logLevel,
+    limits: limits(env, production),
   };
+  Object.freeze(config.db);
   Object.freeze(config.auth);
   Object.freeze(config.tasks);
+  Object.freeze(config.mcp);
+  Object.freeze(config.webhooks);
   return Object.freeze(config);
 }

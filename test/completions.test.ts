@@ -1,14 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTaskKind } from '../src/tasks/kinds.js';
-import { CompletionWriter } from '../src/tasks/completions.js';
-import { claimTasks } from '../src/tasks/lease-queries.js';
-import { findTaskRow } from '../src/tasks/store.js';
+import { CompletionWriter } from '../src/tasks/runner/completions.js';
+import { findStoredTask } from '../src/tasks/sql/find.js';
+import { claimTasks } from '../src/tasks/sql/leases.js';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 
 /** Completions written together: one statement, each row fenced by its own lease, one NOTIFY each. */
 
 // A kind no runner of this app claims: the test claims it itself.
-const manual = defineTaskKind({ name: 'manual', description: 'claimed by the test', inputSchema: { type: 'object' }, run: async () => null });
+const manual = defineTaskKind({
+  name: 'manual',
+  description: 'claimed by the test',
+  inputSchema: { type: 'object' },
+  run: async () => null,
+});
 
 let t: TestApp;
 let alice: string;
@@ -19,7 +24,11 @@ beforeAll(async () => {
 afterAll(() => t?.stop());
 
 async function start(): Promise<string> {
-  const response = await t.gql('mutation { startTask(input: { kind: "manual" }) { id } }', {}, alice);
+  const response = await t.gql(
+    'mutation { startTask(input: { kind: "manual" }) { id } }',
+    {},
+    alice,
+  );
   return response.data.startTask.id;
 }
 
@@ -29,7 +38,9 @@ describe('CompletionWriter', () => {
     const claimed = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 3, 60_000);
     expect(claimed.map((r) => r.id).sort()).toEqual([...ids].sort());
     const seen = new Map<string, string>();
-    const unwatch = ids.map((id) => t.app.events.watch(id, (row) => row && seen.set(id, row.status)));
+    const unwatch = ids.map((id) =>
+      t.app.events.watch(id, (row) => row && seen.set(id, row.status)),
+    );
 
     const writer = new CompletionWriter(t.app.db.kysely);
     const [a, b, c] = claimed;
@@ -38,14 +49,31 @@ describe('CompletionWriter', () => {
       writer.complete(b!.id, { workerId: 'test-worker', attempt: b!.attempt + 1 }, { n: 2 }), // a lease it does not hold
       writer.complete(c!.id, { workerId: 'test-worker', attempt: c!.attempt }, null),
     ]);
-    expect(outcomes[0]).toMatchObject({ id: a!.id, status: 'completed', result: { n: 1 }, version: a!.version + 1, worker_id: null });
+    expect(outcomes[0]).toMatchObject({
+      id: a!.id,
+      status: 'completed',
+      result: { n: 1 },
+      version: a!.version + 1,
+      worker_id: null,
+    });
     expect(outcomes[1]).toBeUndefined();
-    expect(outcomes[2]).toMatchObject({ id: c!.id, status: 'completed', result: null, version: c!.version + 1 });
-    expect(await findTaskRow(t.app.db.kysely, b!.id)).toMatchObject({ status: 'working', version: b!.version, worker_id: 'test-worker' });
+    expect(outcomes[2]).toMatchObject({
+      id: c!.id,
+      status: 'completed',
+      result: null,
+      version: c!.version + 1,
+    });
+    expect(await findStoredTask(t.app.db.kysely, b!.id)).toMatchObject({
+      status: 'working',
+      version: b!.version,
+      worker_id: 'test-worker',
+    });
 
-    await eventually(async () => (seen.get(a!.id) === 'completed' && seen.get(c!.id) === 'completed' ? true : undefined));
+    await eventually(async () =>
+      seen.get(a!.id) === 'completed' && seen.get(c!.id) === 'completed' ? true : undefined,
+    );
     expect(seen.has(b!.id)).toBe(false);
-    unwatch.forEach((off) => off());
+    for (const off of unwatch) off();
   });
 
   it('refuses a result JSON cannot carry without writing anything', async () => {
@@ -53,7 +81,12 @@ describe('CompletionWriter', () => {
     const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
     expect(row!.id).toBe(id);
     const writer = new CompletionWriter(t.app.db.kysely);
-    await expect(writer.complete(id, { workerId: 'test-worker', attempt: row!.attempt }, { big: 1n })).rejects.toThrow(TypeError);
-    expect(await findTaskRow(t.app.db.kysely, id)).toMatchObject({ status: 'working', version: row!.version });
+    await expect(
+      writer.complete(id, { workerId: 'test-worker', attempt: row!.attempt }, { big: 1n }),
+    ).rejects.toThrow(TypeError);
+    expect(await findStoredTask(t.app.db.kysely, id)).toMatchObject({
+      status: 'working',
+      version: row!.version,
+    });
   });
 });

@@ -9,15 +9,29 @@ import { spawnNode } from './helpers/process.js';
 function cleanEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (value === undefined || /^(AUTH_|TASK_|RUNNER_|GRAPHIQL|ROLE|DATABASE_URL|DATA_DIR|LOG_LEVEL|NODE_ENV|PORT|HOST)/.test(name)) continue;
+    if (
+      value === undefined ||
+      /^(AUTH_|TASK_|RUNNER_|GRAPHIQL|ROLE|DATABASE_URL|DATA_DIR|LOG_LEVEL|NODE_ENV|PORT|HOST)/.test(
+        name,
+      )
+    )
+      continue;
     env[name] = value;
   }
   return env;
 }
 
 /** Runs a command-line entry as users do; resolves with its exit code and output once it exits. */
-async function run(script: string, env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const node = spawnNode(script, { ...cleanEnv(), PORT: '0', DATA_DIR: 'memory://', ...env }, args);
+async function run(
+  script: string,
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const node = spawnNode(
+    script,
+    { ...cleanEnv(), PORT: '0', DATA_DIR: 'memory://', ...env },
+    { args },
+  );
   const { code } = await node.exited;
   return { code, stdout: node.stdout(), stderr: node.stderr() };
 }
@@ -41,7 +55,12 @@ describe('production without authentication', () => {
 
   it('loads with either a secret or a key set', () => {
     expect(loadConfig({ NODE_ENV: 'production', AUTH_JWT_SECRET: SECRET }).production).toBe(true);
-    expect(loadConfig({ NODE_ENV: 'production', AUTH_JWKS_URL: 'https://idp.example/.well-known/jwks.json' }).auth.jwksUrl).toBeDefined();
+    expect(
+      loadConfig({
+        NODE_ENV: 'production',
+        AUTH_JWKS_URL: 'https://idp.example/.well-known/jwks.json',
+      }).auth.jwksUrl,
+    ).toBeDefined();
   });
 
   it('stops `npm start` with exit code 2 and a message naming both variables', async () => {
@@ -52,7 +71,10 @@ describe('production without authentication', () => {
   });
 
   it('refuses to mint development tokens', async () => {
-    const { code, stderr, stdout } = await run('src/bin/token.ts', { NODE_ENV: 'production' }, ['--sub', 'alice']);
+    const { code, stderr, stdout } = await run('src/bin/token.ts', { NODE_ENV: 'production' }, [
+      '--sub',
+      'alice',
+    ]);
     expect(code).toBe(2);
     expect(stderr).toContain('AUTH_JWT_SECRET');
     expect(stdout).toBe('');
@@ -62,17 +84,27 @@ describe('production without authentication', () => {
 describe('a bad value', () => {
   // prettier-ignore
   const BAD: Array<[string, string]> = [
-    ['PORT', 'eighty'], ['PORT', '70000'],
-    ['HOST', 'not a host'], ['HOST', 'under_score!'],
-    ['DATABASE_URL', 'mysql://db/tasks'], ['DATABASE_URL', 'no url'],
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['HOST', 'not a host'],
+    ['HOST', 'under_score!'],
+    ['DATABASE_URL', 'mysql://db/tasks'],
+    ['DATABASE_URL', 'no url'],
     ['ROLE', 'boss'],
     ['AUTH_JWT_SECRET', 'too-short'],
-    ['AUTH_JWKS_URL', 'ftp://idp.example/jwks'], ['AUTH_JWKS_URL', 'jwks.json'],
+    ['AUTH_JWKS_URL', 'ftp://idp.example/jwks'],
+    ['AUTH_JWKS_URL', 'jwks.json'],
     ['AUTH_DEFAULT_SCOPES', 'tasks:read \u0001'],
     ['GRAPHIQL', 'maybe'],
-    ['TASK_DEFAULT_TTL_MS', 'an hour'], ['TASK_MIN_TTL_MS', '0'], ['TASK_MAX_TTL_MS', '-1'],
-    ['TASK_LEASE_MS', '1.5'], ['TASK_PURGE_INTERVAL_MS', 'often'], ['TASK_SHUTDOWN_GRACE_MS', 'x'],
+    ['TASK_DEFAULT_TTL_MS', 'an hour'],
+    ['TASK_MIN_TTL_MS', '0'],
+    ['TASK_MAX_TTL_MS', '-1'],
+    ['TASK_LEASE_MS', '1.5'],
+    ['TASK_PURGE_INTERVAL_MS', 'often'],
+    ['TASK_SHUTDOWN_GRACE_MS', 'x'],
     ['RUNNER_CONCURRENCY', '0'],
+    ['MCP_SESSION_IDLE_MS', '10'],
+    ['MCP_MAX_SESSIONS', '0'],
     ['LOG_LEVEL', 'loud'],
   ];
 
@@ -83,7 +115,10 @@ describe('a bad value', () => {
   });
 
   it('stops `npm start` with exit code 2, naming the variable', async () => {
-    const { code, stderr } = await run('src/main.ts', { AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'loud' });
+    const { code, stderr } = await run('src/main.ts', {
+      AUTH_JWT_SECRET: SECRET,
+      LOG_LEVEL: 'loud',
+    });
     expect(code).toBe(2);
     expect(stderr).toMatch(/configuration error: LOG_LEVEL/);
   });
@@ -97,7 +132,12 @@ describe('GraphiQL and development tokens', () => {
     const t = await startTestApp({ env });
     apps.push(t);
     const page = await fetch(`${t.url}/graphql`, { headers: { accept: 'text/html' } });
-    return { t, status: page.status, type: page.headers.get('content-type'), html: await page.text() };
+    return {
+      t,
+      status: page.status,
+      type: page.headers.get('content-type'),
+      html: await page.text(),
+    };
   }
 
   it('is off in production: a browser gets 406, no page', async () => {
@@ -106,7 +146,9 @@ describe('GraphiQL and development tokens', () => {
     expect(html).not.toMatch(/<html/i);
     expect(t.app.devToken).toBeUndefined();
     // GraphQL itself is served.
-    const answer = await fetch(`${t.url}/graphql?query=${encodeURIComponent('{ __typename }')}`, { headers: { accept: 'application/json' } });
+    const answer = await fetch(`${t.url}/graphql?query=${encodeURIComponent('{ __typename }')}`, {
+      headers: { accept: 'application/json' },
+    });
     expect(await answer.json()).toEqual({ data: { __typename: 'Query' } });
   });
 

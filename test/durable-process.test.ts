@@ -1,15 +1,16 @@
 import { readdirSync } from 'node:fs';
 import { createClient } from 'graphql-ws';
-import pg from 'pg';
-import WebSocket from 'ws';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { mintToken } from '../src/auth/mint.js';
 import type { Database } from '../src/db/types.js';
-import { claimTasks } from '../src/tasks/lease-queries.js';
+import { claimTasks } from '../src/tasks/sql/leases.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
-import { gqlAt, spawnServer, type ServerProcess } from './helpers/process.js';
+import { CANCEL_TASK as CANCEL } from './helpers/operations.js';
+import { gqlAt, type ServerProcess, spawnServer } from './helpers/process.js';
 
 /**
  * Durable execution across real, separate server processes started as users start them
@@ -33,14 +34,20 @@ async function kill(...which: ServerProcess[]): Promise<void> {
 }
 
 /** Spawns `src/main.ts` in `role` (debug logs: claims and aborts) and resolves once it listens. */
-async function startServer(role: 'api' | 'worker' | 'all', env: Record<string, string> = {}): Promise<ServerProcess> {
-  const server = await spawnServer({ role, databaseUrl: database!.url!, env: { LOG_LEVEL: 'debug', ...env } });
+async function startServer(
+  role: 'api' | 'worker' | 'all',
+  env: Record<string, string> = {},
+): Promise<ServerProcess> {
+  const server = await spawnServer({
+    role,
+    databaseUrl: database!.url!,
+    env: { LOG_LEVEL: 'debug', ...env },
+  });
   servers.push(server);
   return server;
 }
 
 const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id status version } }`;
-const CANCEL = `mutation($id: ID!) { cancelTask(id: $id) { id status version } }`;
 const ANSWER = `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskInput(id: $id, key: $key, value: $value) { id status version } }`;
 const GET = `query($id: ID!) { task(id: $id) { id status version result error { code } inputRequest { key } } }`;
 
@@ -62,13 +69,22 @@ interface Row {
 }
 
 async function row(id: string): Promise<Row> {
-  const result = await client!.query<Row>('select id, status, worker_id, lease_expires_at, attempt, progress, result, error from tasks where id = $1', [id]);
+  const result = await client!.query<Row>(
+    'select id, status, worker_id, lease_expires_at, attempt, progress, result, error from tasks where id = $1',
+    [id],
+  );
   return result.rows[0]!;
 }
 
 /** The server whose log says it claimed `taskId` on `attempt`. */
-function claimant(candidates: ServerProcess[], taskId: string, attempt: number): ServerProcess | undefined {
-  return candidates.find((s) => s.logs().some((l) => l.msg === 'task claimed' && l.taskId === taskId && l.attempt === attempt));
+function claimant(
+  candidates: ServerProcess[],
+  taskId: string,
+  attempt: number,
+): ServerProcess | undefined {
+  return candidates.find((s) =>
+    s.logs().some((l) => l.msg === 'task claimed' && l.taskId === taskId && l.attempt === attempt),
+  );
 }
 
 /** OS threads of a process: a worker thread (the primes sieve) adds at least one. */
@@ -84,7 +100,11 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
     await client.connect();
     api = await startServer('api', short);
     kept.add(api);
-    alice = await mintToken(SECRET, { sub: 'alice', scopes: ['tasks:read', 'tasks:write'], ttl: '1h' });
+    alice = await mintToken(SECRET, {
+      sub: 'alice',
+      scopes: ['tasks:read', 'tasks:write'],
+      ttl: '1h',
+    });
   });
   afterAll(async () => {
     await kill(...servers);
@@ -94,7 +114,9 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
   // Nothing a test leaves running or active may reach the next test.
   afterEach(async () => {
     await kill(...servers.filter((s) => !kept.has(s)));
-    await client!.query(`update tasks set status = 'cancelled', version = version + 1 where status in ('working', 'input_required')`);
+    await client!.query(
+      `update tasks set status = 'cancelled', version = version + 1 where status in ('working', 'input_required')`,
+    );
   });
 
   describe('workers lost with SIGKILL', () => {
@@ -119,11 +141,16 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
       const killedAt = Date.now();
       victim.child.kill('SIGKILL');
       let reclaimedAfter: number | undefined;
-      const done = await eventually(async () => {
-        const now = await row(id);
-        if (reclaimedAfter === undefined && now.attempt === 2) reclaimedAfter = Date.now() - killedAt;
-        return now.status === 'working' ? undefined : now;
-      }, 20_000, 10);
+      const done = await eventually(
+        async () => {
+          const now = await row(id);
+          if (reclaimedAfter === undefined && now.attempt === 2)
+            reclaimedAfter = Date.now() - killedAt;
+          return now.status === 'working' ? undefined : now;
+        },
+        20_000,
+        10,
+      );
       const completedAfter = Date.now() - killedAt;
       expect((await victim.exited).signal).toBe('SIGKILL');
 
@@ -136,29 +163,56 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
           `→ COMPLETED in ${completedAfter} ms (of which the re-run itself sleeps ${runMs} ms)`,
       );
       // The API process sees the same final state.
-      expect((await gqlAt(api.url, GET, { id }, alice)).data.task).toMatchObject({ status: 'COMPLETED', result: { sleptMs: done.result.sleptMs } });
+      expect((await gqlAt(api.url, GET, { id }, alice)).data.task).toMatchObject({
+        status: 'COMPLETED',
+        result: { sleptMs: done.result.sleptMs },
+      });
     });
 
     it('keeps an answer given while no worker lives, and the next worker resumes with it at once', async () => {
       const id = await startTask('approval', { question: 'Ship it?' });
-      await eventually(async () => ((await gqlAt(api.url, GET, { id }, alice)).data.task.status === 'INPUT_REQUIRED' ? true : undefined));
+      await eventually(async () =>
+        (await gqlAt(api.url, GET, { id }, alice)).data.task.status === 'INPUT_REQUIRED'
+          ? true
+          : undefined,
+      );
       expect(claimant([survivor], id, 1)).toBe(survivor);
 
       await kill(survivor); // the last worker
-      const answered = await gqlAt(api.url, ANSWER, { id, key: 'decision', value: { approved: true, comment: 'ship it' } }, alice);
+      const answered = await gqlAt(
+        api.url,
+        ANSWER,
+        { id, key: 'decision', value: { approved: true, comment: 'ship it' } },
+        alice,
+      );
       expect(answered.errors).toBeUndefined();
       expect(answered.data.provideTaskInput.status).toBe('WORKING');
 
       // Nobody runs it: the API process runs no tasks, even once the dead worker's lease has lapsed.
-      await eventually(async () => ((await row(id)).lease_expires_at!.getTime() < Date.now() - SHORT_LEASE_MS ? true : undefined));
+      await eventually(async () =>
+        (await row(id)).lease_expires_at!.getTime() < Date.now() - SHORT_LEASE_MS
+          ? true
+          : undefined,
+      );
       expect(await row(id)).toMatchObject({ status: 'working', attempt: 1, result: null });
 
-      const ws = createClient({ url: api.wsUrl, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${alice}` } });
+      const ws = createClient({
+        url: api.wsUrl,
+        webSocketImpl: WebSocket,
+        connectionParams: { authorization: `Bearer ${alice}` },
+      });
       const events: any[] = [];
       const followed = new Promise<unknown>((resolve) =>
         ws.subscribe(
-          { query: `subscription($id: ID!) { taskUpdated(id: $id) { status version result } }`, variables: { id } },
-          { next: (value) => events.push(value.data), error: resolve, complete: () => resolve(undefined) },
+          {
+            query: `subscription($id: ID!) { taskUpdated(id: $id) { status version result } }`,
+            variables: { id },
+          },
+          {
+            next: (value) => events.push(value.data),
+            error: resolve,
+            complete: () => resolve(undefined),
+          },
         ),
       );
       await eventually(async () => (events.length > 0 ? true : undefined)); // subscribed: the current state came
@@ -168,7 +222,10 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
       expect(error).toBeUndefined();
       const statuses = events.map((e) => e.taskUpdated.status);
       expect(statuses).not.toContain('INPUT_REQUIRED'); // the re-run did not ask again
-      expect(events.at(-1).taskUpdated).toMatchObject({ status: 'COMPLETED', result: { approved: true, comment: 'ship it' } });
+      expect(events.at(-1).taskUpdated).toMatchObject({
+        status: 'COMPLETED',
+        result: { approved: true, comment: 'ship it' },
+      });
       expect(claimant([w3], id, 2)).toBe(w3);
     });
   });
@@ -193,7 +250,11 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
       await eventually(async () => (claimant([other], id, 2) ? true : undefined), 15_000);
       paused.child.kill('SIGCONT');
       await eventually(async () =>
-        paused.logs().some((l) => l.msg === 'aborting handler' && l.taskId === id && l.cause === 'lease-lost') ? true : undefined,
+        paused
+          .logs()
+          .some((l) => l.msg === 'aborting handler' && l.taskId === id && l.cause === 'lease-lost')
+          ? true
+          : undefined,
       );
       const done = await eventually(async () => {
         const now = await row(id);
@@ -201,7 +262,9 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
       }, 15_000);
       expect(done).toMatchObject({ status: 'completed', attempt: 2 });
       expect(done.result.sleptMs).toBeGreaterThanOrEqual(4_000);
-      expect(paused.logs().filter((l) => l.msg === 'task claimed' && l.taskId === id)).toHaveLength(1);
+      expect(paused.logs().filter((l) => l.msg === 'task claimed' && l.taskId === id)).toHaveLength(
+        1,
+      );
     });
 
     it('keeps renewing the lease through the grace period of SIGTERM, so a draining task is not run twice', async () => {
@@ -218,10 +281,17 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
 
   it('drains on SIGTERM: finishes what it can within the grace period, releases the rest uncounted, exits 0', async () => {
     // A long lease: whatever is claimable right after the exit was released, not lapsed.
-    const w1 = await startServer('worker', { TASK_LEASE_MS: '30000', TASK_SHUTDOWN_GRACE_MS: '2000' });
+    const w1 = await startServer('worker', {
+      TASK_LEASE_MS: '30000',
+      TASK_SHUTDOWN_GRACE_MS: '2000',
+    });
     const long = await startTask('sleep', { ms: 3_600_000 });
     const waiting = await startTask('approval', { question: 'Deploy?' });
-    await eventually(async () => ((await row(long)).worker_id && (await row(waiting)).status === 'input_required' ? true : undefined));
+    await eventually(async () =>
+      (await row(long)).worker_id && (await row(waiting)).status === 'input_required'
+        ? true
+        : undefined,
+    );
     const quick = await startTask('sleep', { ms: 800 });
     await eventually(async () => ((await row(quick)).worker_id ? true : undefined));
 
@@ -230,15 +300,34 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
 
     expect(await row(quick)).toMatchObject({ status: 'completed', worker_id: null });
     // Given back without counting the attempt; the waiting task stays waiting, unleased.
-    expect(await row(long)).toMatchObject({ status: 'working', worker_id: null, lease_expires_at: null, attempt: 0 });
-    expect(await row(waiting)).toMatchObject({ status: 'input_required', worker_id: null, lease_expires_at: null, attempt: 0 });
-    const leased = await client!.query(`select count(*)::int as n from tasks where worker_id is not null and status in ('working', 'input_required')`);
+    expect(await row(long)).toMatchObject({
+      status: 'working',
+      worker_id: null,
+      lease_expires_at: null,
+      attempt: 0,
+    });
+    expect(await row(waiting)).toMatchObject({
+      status: 'input_required',
+      worker_id: null,
+      lease_expires_at: null,
+      attempt: 0,
+    });
+    const leased = await client!.query(
+      `select count(*)::int as n from tasks where worker_id is not null and status in ('working', 'input_required')`,
+    );
     expect(leased.rows[0].n).toBe(0);
-    expect(w1.logs().find((l) => l.msg === 'runner stopped')).toMatchObject({ aborted: 2, released: 2 });
+    expect(w1.logs().find((l) => l.msg === 'runner stopped')).toMatchObject({
+      aborted: 2,
+      released: 2,
+    });
 
     // Any worker can take the released task at once (a 30 s lease would still be live had it
     // lapsed rather than been released): claim it the way a worker does.
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database!.url, max: 1 }) }) });
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({
+        pool: new pg.Pool({ connectionString: database!.url, max: 1 }),
+      }),
+    });
     try {
       const claimed = await claimTasks(db, 'probe', ['sleep'], 10, 30_000);
       expect(claimed.map((r) => [r.id, r.attempt])).toEqual([[long, 1]]);
@@ -258,19 +347,29 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
     expect((await row(sieve)).attempt).toBe(0);
 
     const cancelledAt = Date.now();
-    expect((await gqlAt(api.url, CANCEL, { id: hour }, alice)).data.cancelTask.status).toBe('CANCELLED');
+    expect((await gqlAt(api.url, CANCEL, { id: hour }, alice)).data.cancelTask.status).toBe(
+      'CANCELLED',
+    );
     await eventually(async () => ((await row(sieve)).worker_id ? true : undefined));
-    console.log(`[durable] cancel answered by the API process → the worker's freed slot claimed the next task in ${Date.now() - cancelledAt} ms`);
+    console.log(
+      `[durable] cancel answered by the API process → the worker's freed slot claimed the next task in ${Date.now() - cancelledAt} ms`,
+    );
 
     // The sieve runs in a worker thread; a cancel from the API process stops that thread.
     await eventually(async () => ((await row(sieve)).progress ?? 0) > 0 || undefined);
     expect(threads(worker.child.pid!)).toBeGreaterThan(idleThreads);
     const next = await startTask('sleep', { ms: 0 });
-    expect((await gqlAt(api.url, CANCEL, { id: sieve }, alice)).data.cancelTask.status).toBe('CANCELLED');
-    await eventually(async () => ((await row(next)).status === 'completed' ? true : undefined), 15_000);
+    expect((await gqlAt(api.url, CANCEL, { id: sieve }, alice)).data.cancelTask.status).toBe(
+      'CANCELLED',
+    );
+    await eventually(
+      async () => ((await row(next)).status === 'completed' ? true : undefined),
+      15_000,
+    );
     await eventually(async () => (threads(worker.child.pid!) <= idleThreads ? true : undefined));
 
-    for (const id of [hour, sieve]) expect(await row(id)).toMatchObject({ status: 'cancelled', result: null });
+    for (const id of [hour, sieve])
+      expect(await row(id)).toMatchObject({ status: 'cancelled', result: null });
   });
 
   it('serves /healthz and /readyz on every role; api runs no tasks, worker serves no GraphQL or REST', async () => {
@@ -290,7 +389,9 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
     }
     for (const server of [api, all]) {
       expect((await gqlAt(server.url, GET, { id }, alice)).data.task.status).toBe('COMPLETED');
-      const rest = await fetch(`${server.url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${alice}` } });
+      const rest = await fetch(`${server.url}/v1/jobs/${id}`, {
+        headers: { authorization: `Bearer ${alice}` },
+      });
       expect(rest.status).toBe(200);
     }
     const graphql = await fetch(`${worker.url}/graphql`, {
@@ -299,7 +400,9 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
       body: JSON.stringify({ query: '{ __typename }' }),
     });
     expect(graphql.status).toBe(404);
-    const rest = await fetch(`${worker.url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${alice}` } });
+    const rest = await fetch(`${worker.url}/v1/jobs/${id}`, {
+      headers: { authorization: `Bearer ${alice}` },
+    });
     expect(rest.status).toBe(404);
     expect(api.logs().some((l) => l.msg === 'task claimed')).toBe(false);
   });

@@ -2,35 +2,39 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { ServiceError } from '../src/errors.js';
 import { defineTaskKind, TaskFailedError } from '../src/tasks/kinds.js';
+import type { TaskAbortedError } from '../src/tasks/runner/runner.js';
+import { cancelTask } from '../src/tasks/sql/cancel.js';
+import { findStoredTask } from '../src/tasks/sql/find.js';
+import { insertTask } from '../src/tasks/sql/insert.js';
 import {
   claimTasks,
   completeTask,
   failLostTasks,
   failTask,
+  type Lease,
+  markInputRequired,
   releaseLeases,
   renewLeases,
   reportProgress,
-  requestInput,
-  type Lease,
-} from '../src/tasks/lease-queries.js';
-import type { TaskAbortedError } from '../src/tasks/runner.js';
-import type { ServiceError } from '../src/tasks/errors.js';
+} from '../src/tasks/sql/leases.js';
 import type { Task } from '../src/tasks/task.js';
-import { cancelTask, findTaskRow, insertTask } from '../src/tasks/store.js';
-import { eventually, startTestApp, TASK_FIELDS, type TestApp } from './helpers/app.js';
+import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { backend } from './helpers/db.js';
+import { untilAborted } from './helpers/kinds.js';
+import {
+  ANSWER_TASK as ANSWER,
+  CANCEL_TASK as CANCEL,
+  GET_TASK as GET,
+  START_TASK as START,
+} from './helpers/operations.js';
 
 /**
  * The runner's guarantees inside one process, on both backends: one terminal state per task
  * whatever races it, writes fenced by the lease, timeouts, failures, and the human-in-the-loop
  * path (DESIGN §4 "Human in the loop", "Execution").
  */
-
-const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { ${TASK_FIELDS} } }`;
-const GET = `query($id: ID!) { task(id: $id) { ${TASK_FIELDS} } }`;
-const CANCEL = `mutation($id: ID!) { cancelTask(id: $id) { id status version } }`;
-const ANSWER = `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskInput(id: $id, key: $key, value: $value) { ${TASK_FIELDS} } }`;
 
 /** Handlers of the kind `racer` wait here until the test releases them. */
 interface Gate {
@@ -69,8 +73,13 @@ const racer = defineTaskKind<Record<string, never>, { finished: true }>({
 /** Returns its input's `text` when released: a result the store may refuse (a NUL character). */
 const echo = defineTaskKind<{ text: string; nul?: boolean }, { text: string }>({
   name: 'echo',
-  description: 'test: returns its text (with a NUL character after it, if asked) when the test releases it',
-  inputSchema: { type: 'object', properties: { text: { type: 'string' }, nul: { type: 'boolean' } }, required: ['text'] },
+  description:
+    'test: returns its text (with a NUL character after it, if asked) when the test releases it',
+  inputSchema: {
+    type: 'object',
+    properties: { text: { type: 'string' }, nul: { type: 'boolean' } },
+    required: ['text'],
+  },
   async run({ taskId, input }) {
     const g = gate(taskId);
     g.arrive();
@@ -89,12 +98,7 @@ const bigint = defineTaskKind<Record<string, never>, { n: bigint }>({
 
 const abortReasons = new Map<string, unknown>();
 const waitForAbort = (taskId: string, signal: AbortSignal) =>
-  new Promise<never>((_, reject) =>
-    signal.addEventListener('abort', () => {
-      abortReasons.set(taskId, signal.reason);
-      reject(signal.reason);
-    }, { once: true }),
-  );
+  untilAborted(signal, (reason) => abortReasons.set(taskId, reason));
 
 const slow = defineTaskKind<Record<string, never>, never>({
   name: 'slow',
@@ -129,7 +133,11 @@ const asker = defineTaskKind<Record<string, never>, { said: unknown }>({
   pollIntervalMs: 20,
   timeoutMs: 300,
   async run({ requestInput }) {
-    const said = await requestInput({ key: 'word', message: 'Say a word', schema: { type: 'string' } });
+    const said = await requestInput({
+      key: 'word',
+      message: 'Say a word',
+      schema: { type: 'string' },
+    });
     return { said };
   },
 });
@@ -147,7 +155,8 @@ const secondTime = defineTaskKind<Record<string, never>, { attempt: number }>({
 
 const kinds = [racer, echo, bigint, slow, hang, thrower, asker, secondTime];
 
-const codeOf = (response: { errors?: Array<{ extensions?: { code?: string } }> }) => response.errors?.[0]?.extensions?.code;
+const codeOf = (response: { errors?: Array<{ extensions?: { code?: string } }> }) =>
+  response.errors?.[0]?.extensions?.code;
 
 // One app for most of this file: all 50 racers run at once; heartbeats every 500 ms.
 let t: TestApp;
@@ -170,8 +179,15 @@ describe('one terminal state per task', () => {
         new Promise((resolve) => {
           const events: any[] = [];
           ws.subscribe(
-            { query: `subscription($id: ID!) { taskUpdated(id: $id) { status version result } }`, variables: { id } },
-            { next: (v) => events.push(v.data), error: (error) => resolve({ events, error }), complete: () => resolve({ events }) },
+            {
+              query: `subscription($id: ID!) { taskUpdated(id: $id) { status version result } }`,
+              variables: { id },
+            },
+            {
+              next: (v) => events.push(v.data),
+              error: (error) => resolve({ events, error }),
+              complete: () => resolve({ events }),
+            },
           );
         }),
       );
@@ -181,10 +197,11 @@ describe('one terminal state per task', () => {
     // HTTP parsing gives the completion a head start), the one a few event-loop turns after the
     // other, in either order: the two writes race in the store.
     const actor = { id: 'alice', admin: false };
-    const turns = (n: number) => new Promise<void>((resolve) => {
-      const hop = (left: number) => (left === 0 ? resolve() : setImmediate(() => hop(left - 1)));
-      hop(n);
-    });
+    const turns = (n: number) =>
+      new Promise<void>((resolve) => {
+        const hop = (left: number) => (left === 0 ? resolve() : setImmediate(() => hop(left - 1)));
+        hop(n);
+      });
     const cancels: Array<{ task?: Task; code?: string }> = [];
     for (const [i, id] of ids.entries()) {
       await gate(id).reached;
@@ -216,14 +233,20 @@ describe('one terminal state per task', () => {
       expect(error).toBeUndefined();
       const versions = events.map((e) => e.taskUpdated.version);
       expect(versions).toEqual([...new Set(versions)].sort((a, b) => a - b));
-      const terminal = events.filter((e) => ['COMPLETED', 'CANCELLED', 'FAILED'].includes(e.taskUpdated.status));
+      const terminal = events.filter((e) =>
+        ['COMPLETED', 'CANCELLED', 'FAILED'].includes(e.taskUpdated.status),
+      );
       expect(terminal).toHaveLength(1);
       const last = events.at(-1).taskUpdated;
       expect(terminal[0].taskUpdated).toBe(last);
       if (cancel.task) {
         cancelled++;
         expect(cancel.task.status).toBe('cancelled');
-        expect(last).toMatchObject({ status: 'CANCELLED', result: null, version: cancel.task.version });
+        expect(last).toMatchObject({
+          status: 'CANCELLED',
+          result: null,
+          version: cancel.task.version,
+        });
       } else {
         // The completion won: cancel says so, and the task stays completed.
         expect(cancel.code).toBe('TASK_TERMINAL');
@@ -231,9 +254,14 @@ describe('one terminal state per task', () => {
       }
       // Every handler has returned and written what it could: nothing moved.
       const now = (await t.gql(GET, { id }, alice)).data.task;
-      expect({ status: now.status, version: now.version }).toEqual({ status: last.status, version: last.version });
+      expect({ status: now.status, version: now.version }).toEqual({
+        status: last.status,
+        version: last.version,
+      });
     }
-    console.log(`[durable] 50 cancel/completion races: ${cancelled} cancelled, ${50 - cancelled} completed`);
+    console.log(
+      `[durable] 50 cancel/completion races: ${cancelled} cancelled, ${50 - cancelled} completed`,
+    );
     // Both sides won some races, or this test raced nothing.
     expect(cancelled).toBeGreaterThan(0);
     expect(cancelled).toBeLessThan(50);
@@ -260,11 +288,29 @@ describe('the runner', () => {
     });
   }
 
+  /**
+   * Stores a task of alice's of the kind `ghost`, which no runner here knows, so only the test
+   * that stored it claims it (through the lease functions). Returns its id.
+   */
+  async function insertGhost(maxAttempts = 3): Promise<string> {
+    const id = randomUUID();
+    await insertTask(t.app.db.kysely, {
+      id,
+      owner: 'alice',
+      kind: 'ghost',
+      input: {},
+      ttlMs: 60_000,
+      pollIntervalMs: 1_000,
+      maxAttempts,
+      timeoutMs: 60_000,
+      idempotencyKey: null,
+    });
+    return id;
+  }
+
   it('changes nothing when a stale worker writes after its lease moved to a new attempt', async () => {
     const db = t.app.db.kysely;
-    const id = randomUUID();
-    // A kind no runner here knows, so only this test claims it.
-    await insertTask(db, { id, owner: 'alice', kind: 'ghost', input: {}, ttlMs: 60_000, pollIntervalMs: 1_000, maxAttempts: 3, timeoutMs: 60_000, idempotencyKey: null });
+    const id = await insertGhost();
     const [first] = await claimTasks(db, 'w1', ['ghost'], 1, 50);
     expect(first).toMatchObject({ id, worker_id: 'w1', attempt: 1 });
     // The lease lapses; another worker claims the task.
@@ -281,46 +327,62 @@ describe('the runner', () => {
     ];
     for (const lease of stale) {
       expect(await reportProgress(db, id, lease, 0.9, 'stale')).toBeUndefined();
-      expect(await requestInput(db, id, lease, { key: 'k', message: 'stale' })).toBeUndefined();
+      expect(
+        await markInputRequired(db, id, lease, { key: 'k', message: 'stale' }),
+      ).toBeUndefined();
       expect(await completeTask(db, id, lease, { stale: true })).toBeUndefined();
       expect(await failTask(db, id, lease, { code: 'STALE', message: 'stale' })).toBeUndefined();
-      expect(await renewLeases(db, lease.workerId, [{ id, attempt: lease.attempt }], 60_000)).toEqual(new Map());
+      expect(
+        await renewLeases(db, lease.workerId, [{ id, attempt: lease.attempt }], 60_000),
+      ).toEqual(new Map());
       expect(await releaseLeases(db, lease.workerId, [{ id, attempt: lease.attempt }])).toBe(0);
     }
-    const after = (await findTaskRow(db, id))!;
+    const after = (await findStoredTask(db, id))!;
     expect(after).toEqual(second);
 
     const current: Lease = { workerId: 'w2', attempt: 2 };
-    expect(await reportProgress(db, id, current, 0.5, 'halfway')).toMatchObject({ progress: 0.5, version: second!.version + 1 });
-    expect(await completeTask(db, id, current, { ok: true })).toMatchObject({ status: 'completed', result: { ok: true }, worker_id: null });
+    expect(await reportProgress(db, id, current, 0.5, 'halfway')).toMatchObject({
+      progress: 0.5,
+      version: second!.version + 1,
+    });
+    expect(await completeTask(db, id, current, { ok: true })).toMatchObject({
+      status: 'completed',
+      result: { ok: true },
+      worker_id: null,
+    });
     // Final: neither the holder's late failure nor a cancel changes it.
     expect(await failTask(db, id, current, { code: 'LATE', message: 'late' })).toBeUndefined();
     expect(await cancelTask(db, id, 'alice')).toBeUndefined();
-    expect(await findTaskRow(db, id)).toMatchObject({ status: 'completed', result: { ok: true } });
+    expect(await findStoredTask(db, id)).toMatchObject({
+      status: 'completed',
+      result: { ok: true },
+    });
   });
 
   it('does not let the lease holder complete a task that was cancelled', async () => {
     const db = t.app.db.kysely;
-    const id = randomUUID();
-    await insertTask(db, { id, owner: 'alice', kind: 'ghost', input: {}, ttlMs: 60_000, pollIntervalMs: 1_000, maxAttempts: 3, timeoutMs: 60_000, idempotencyKey: null });
+    const id = await insertGhost();
     const [claimed] = await claimTasks(db, 'w1', ['ghost'], 1, 60_000);
     const lease: Lease = { workerId: 'w1', attempt: claimed!.attempt };
     expect(await cancelTask(db, id, 'alice')).toMatchObject({ status: 'cancelled' });
     expect(await completeTask(db, id, lease, { late: true })).toBeUndefined();
     expect(await reportProgress(db, id, lease, 1, 'late')).toBeUndefined();
-    expect(await renewLeases(db, 'w1', [{ id, attempt: lease.attempt }], 60_000)).toEqual(new Map());
-    expect(await findTaskRow(db, id)).toMatchObject({ status: 'cancelled', result: null });
+    expect(await renewLeases(db, 'w1', [{ id, attempt: lease.attempt }], 60_000)).toEqual(
+      new Map(),
+    );
+    expect(await findStoredTask(db, id)).toMatchObject({ status: 'cancelled', result: null });
   });
 
   it('fails a task with WORKER_LOST once its last allowed attempt lost its worker', async () => {
     const db = t.app.db.kysely;
-    const id = randomUUID();
-    await insertTask(db, { id, owner: 'alice', kind: 'ghost', input: {}, ttlMs: 60_000, pollIntervalMs: 1_000, maxAttempts: 2, timeoutMs: 60_000, idempotencyKey: null });
+    const id = await insertGhost(2);
     expect(await claimTasks(db, 'w1', ['ghost'], 1, 20)).toHaveLength(1);
-    await eventually(async () => ((await claimTasks(db, 'w2', ['ghost'], 1, 20)).length ? true : undefined));
+    await eventually(async () =>
+      (await claimTasks(db, 'w2', ['ghost'], 1, 20)).length ? true : undefined,
+    );
     const lost = await eventually(async () => {
       await failLostTasks(db); // also the app's backstop's job
-      const row = (await findTaskRow(db, id))!;
+      const row = (await findStoredTask(db, id))!;
       return row.status === 'failed' ? row : undefined;
     });
     expect(lost).toMatchObject({ attempt: 2, worker_id: null, error: { code: 'WORKER_LOST' } });
@@ -337,8 +399,14 @@ describe('the runner', () => {
   it('fails a task whose handler throws with HANDLER_ERROR, or with the code of a TaskFailedError', async () => {
     const plain = await start('thrower', { coded: false });
     const coded = await start('thrower', { coded: true });
-    expect(await until(plain.id, ['FAILED', 'COMPLETED'])).toMatchObject({ status: 'FAILED', error: { code: 'HANDLER_ERROR', message: 'boom' } });
-    expect(await until(coded.id, ['FAILED', 'COMPLETED'])).toMatchObject({ status: 'FAILED', error: { code: 'QUOTA_EXCEEDED', message: 'Over quota.' } });
+    expect(await until(plain.id, ['FAILED', 'COMPLETED'])).toMatchObject({
+      status: 'FAILED',
+      error: { code: 'HANDLER_ERROR', message: 'boom' },
+    });
+    expect(await until(coded.id, ['FAILED', 'COMPLETED'])).toMatchObject({
+      status: 'FAILED',
+      error: { code: 'QUOTA_EXCEEDED', message: 'Over quota.' },
+    });
   });
 
   it('fails a task whose result cannot be stored with HANDLER_ERROR at once, and completes the others written with it', async () => {
@@ -351,52 +419,96 @@ describe('the runner', () => {
 
     for (const [i, id] of ids.entries()) {
       const done = await until(id, ['COMPLETED', 'FAILED']);
-      const row = (await findTaskRow(t.app.db.kysely, id))!;
+      const row = (await findStoredTask(t.app.db.kysely, id))!;
       expect(row.attempt).toBe(1); // never re-run
-      if (texts[i] === 'nul') expect(done).toMatchObject({ status: 'FAILED', error: { code: 'HANDLER_ERROR' } });
+      if (texts[i] === 'nul')
+        expect(done).toMatchObject({ status: 'FAILED', error: { code: 'HANDLER_ERROR' } });
       else expect(done).toMatchObject({ status: 'COMPLETED', result: { text: texts[i] } });
     }
     const failed = await until(unstorable, ['COMPLETED', 'FAILED']);
     expect(failed).toMatchObject({ status: 'FAILED', error: { code: 'HANDLER_ERROR' } });
     expect(failed.error.message).toMatch(/BigInt/);
-    expect((await findTaskRow(t.app.db.kysely, unstorable))!.attempt).toBe(1);
+    expect((await findStoredTask(t.app.db.kysely, unstorable))!.attempt).toBe(1);
   });
 
   it('runs the approval kind end to end: INPUT_REQUIRED, answers checked, then COMPLETED with the decision', async () => {
     const task = await start('approval', { question: 'Ship v2?' });
     const waiting = await until(task.id, ['INPUT_REQUIRED']);
-    expect(waiting.inputRequest).toMatchObject({ key: 'decision', message: 'Ship v2?', schema: { required: ['approved'] } });
+    expect(waiting.inputRequest).toMatchObject({
+      key: 'decision',
+      message: 'Ship v2?',
+      schema: { required: ['approved'] },
+    });
 
-    const invalid = await t.gql(ANSWER, { id: task.id, key: 'decision', value: { approved: 'yes' } }, alice);
+    const invalid = await t.gql(
+      ANSWER,
+      { id: task.id, key: 'decision', value: { approved: 'yes' } },
+      alice,
+    );
     expect(codeOf(invalid)).toBe('BAD_USER_INPUT');
-    const wrongKey = await t.gql(ANSWER, { id: task.id, key: 'verdict', value: { approved: true } }, alice);
+    const wrongKey = await t.gql(
+      ANSWER,
+      { id: task.id, key: 'verdict', value: { approved: true } },
+      alice,
+    );
     expect(codeOf(wrongKey)).toBe('NOT_AWAITING_INPUT');
     // jsonb cannot store U+0000: refused as bad input, not failed as an internal error.
-    const nul = await t.gql(ANSWER, { id: task.id, key: 'decision', value: { approved: true, comment: 'a\u0000b' } }, alice);
+    const nul = await t.gql(
+      ANSWER,
+      { id: task.id, key: 'decision', value: { approved: true, comment: 'a\u0000b' } },
+      alice,
+    );
     expect(codeOf(nul)).toBe('BAD_USER_INPUT');
-    expect(codeOf(await t.gql(START, { input: { kind: 'approval', input: { question: 'a\u0000b' } } }, alice))).toBe('BAD_USER_INPUT');
-    const notTheirs = await t.gql(ANSWER, { id: task.id, key: 'decision', value: { approved: false } }, bob);
+    expect(
+      codeOf(
+        await t.gql(START, { input: { kind: 'approval', input: { question: 'a\u0000b' } } }, alice),
+      ),
+    ).toBe('BAD_USER_INPUT');
+    const notTheirs = await t.gql(
+      ANSWER,
+      { id: task.id, key: 'decision', value: { approved: false } },
+      bob,
+    );
     expect(codeOf(notTheirs)).toBe('NOT_FOUND');
     expect((await t.gql(GET, { id: task.id }, alice)).data.task.status).toBe('INPUT_REQUIRED');
 
-    const answered = await t.gql(ANSWER, { id: task.id, key: 'decision', value: { approved: true, comment: 'go' } }, alice);
+    const answered = await t.gql(
+      ANSWER,
+      { id: task.id, key: 'decision', value: { approved: true, comment: 'go' } },
+      alice,
+    );
     expect(answered.errors).toBeUndefined();
     expect(answered.data.provideTaskInput).toMatchObject({ status: 'WORKING', inputRequest: null });
-    expect(await until(task.id, ['COMPLETED', 'FAILED'])).toMatchObject({ status: 'COMPLETED', result: { approved: true, comment: 'go' } });
+    expect(await until(task.id, ['COMPLETED', 'FAILED'])).toMatchObject({
+      status: 'COMPLETED',
+      result: { approved: true, comment: 'go' },
+    });
 
-    const again = await t.gql(ANSWER, { id: task.id, key: 'decision', value: { approved: false } }, alice);
+    const again = await t.gql(
+      ANSWER,
+      { id: task.id, key: 'decision', value: { approved: false } },
+      alice,
+    );
     expect(codeOf(again)).toBe('TASK_TERMINAL');
   });
 
   it('refuses answers to a task that is not waiting (NOT_AWAITING_INPUT) or was cancelled (TASK_TERMINAL)', async () => {
     const working = await start('sleep', { ms: 60_000 });
-    const notWaiting = await t.gql(ANSWER, { id: working.id, key: 'decision', value: { approved: true } }, alice);
+    const notWaiting = await t.gql(
+      ANSWER,
+      { id: working.id, key: 'decision', value: { approved: true } },
+      alice,
+    );
     expect(codeOf(notWaiting)).toBe('NOT_AWAITING_INPUT');
 
     const task = await start('approval', { question: 'Cancel me?' });
     await until(task.id, ['INPUT_REQUIRED']);
     expect((await t.gql(CANCEL, { id: task.id }, alice)).data.cancelTask.status).toBe('CANCELLED');
-    const late = await t.gql(ANSWER, { id: task.id, key: 'decision', value: { approved: true } }, alice);
+    const late = await t.gql(
+      ANSWER,
+      { id: task.id, key: 'decision', value: { approved: true } },
+      alice,
+    );
     expect(codeOf(late)).toBe('TASK_TERMINAL');
     await t.gql(CANCEL, { id: working.id }, alice);
   });
@@ -415,22 +527,29 @@ describe('the runner', () => {
     expect(Date.now() - Date.parse(waiting.lastUpdatedAt)).toBeGreaterThan(300);
     await t.gql(ANSWER, { id: task.id, key: 'word', value: 'hello' }, alice);
     const done = await until(task.id, ['COMPLETED', 'FAILED']);
-    expect(done).toMatchObject({ status: 'COMPLETED', result: { said: 'hello' }, pollIntervalMs: 20 });
+    expect(done).toMatchObject({
+      status: 'COMPLETED',
+      result: { said: 'hello' },
+      pollIntervalMs: 20,
+    });
   });
 });
 
 describe('without a notification', () => {
-
   it('resumes a waiting handler at its next heartbeat when the answer’s notification was lost', async () => {
     const alice = await t.token('alice');
     const id = (await t.gql(START, { input: { kind: 'asker' } }, alice)).data.startTask.id;
-    await eventually(async () => ((await t.gql(GET, { id }, alice)).data.task.status === 'INPUT_REQUIRED' ? true : undefined));
+    await eventually(async () =>
+      (await t.gql(GET, { id }, alice)).data.task.status === 'INPUT_REQUIRED' ? true : undefined,
+    );
     // What provideTaskInput stores, minus its pg_notify.
     await sql`update tasks set status = 'working', version = version + 1, input_request = null,
-      answers = answers || '{"word": "unheard"}'::jsonb where id = ${id}::uuid`.execute(t.app.db.kysely);
+      answers = answers || '{"word": "unheard"}'::jsonb where id = ${id}::uuid`.execute(
+      t.app.db.kysely,
+    );
     // Read the row itself: a read cache fed by notifications would not know of the answer either.
     const done = await eventually(async () => {
-      const row = (await findTaskRow(t.app.db.kysely, id))!;
+      const row = (await findStoredTask(t.app.db.kysely, id))!;
       return row.status === 'working' ? undefined : row;
     });
     expect(done).toMatchObject({ status: 'completed', result: { said: 'unheard' } });
@@ -440,12 +559,19 @@ describe('without a notification', () => {
     const alice = await t.token('alice');
     const heldBefore = t.app.runner!.held;
     const id = (await t.gql(START, { input: { kind: 'hang' } }, alice)).data.startTask.id;
-    await eventually(async () => ((await findTaskRow(t.app.db.kysely, id))?.worker_id ? true : undefined));
-    await sql`update tasks set status = 'cancelled', version = version + 1 where id = ${id}::uuid`.execute(t.app.db.kysely);
+    await eventually(async () =>
+      (await findStoredTask(t.app.db.kysely, id))?.worker_id ? true : undefined,
+    );
+    await sql`update tasks set status = 'cancelled', version = version + 1 where id = ${id}::uuid`.execute(
+      t.app.db.kysely,
+    );
     await eventually(async () => (abortReasons.has(id) ? true : undefined));
     expect((abortReasons.get(id) as TaskAbortedError).cause).toBe('lease-lost');
     await eventually(async () => (t.app.runner!.held === heldBefore ? true : undefined));
-    expect(await findTaskRow(t.app.db.kysely, id)).toMatchObject({ status: 'cancelled', result: null });
+    expect(await findStoredTask(t.app.db.kysely, id)).toMatchObject({
+      status: 'cancelled',
+      result: null,
+    });
   });
 });
 
@@ -456,14 +582,19 @@ describe.skipIf(backend === 'pglite')('a worker that loses its database', () => 
     onTestFinished(() => t.stop());
     const alice = await t.token('alice');
     const id = (await t.gql(START, { input: { kind: 'second-time' } }, alice)).data.startTask.id;
-    await eventually(async () => ((await findTaskRow(t.app.db.kysely, id))?.worker_id ? true : undefined));
+    await eventually(async () =>
+      (await findStoredTask(t.app.db.kysely, id))?.worker_id ? true : undefined,
+    );
 
     const name = new URL(t.database.url!).pathname.slice(1);
     const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
     await admin.connect();
     try {
       await admin.query(`alter database ${name} allow_connections false`);
-      await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = $1`, [name]);
+      await admin.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity where datname = $1`,
+        [name],
+      );
       await eventually(async () => (abortReasons.has(id) ? true : undefined));
       expect((abortReasons.get(id) as TaskAbortedError).cause).toBe('lease-lost');
     } finally {
@@ -471,7 +602,7 @@ describe.skipIf(backend === 'pglite')('a worker that loses its database', () => 
       await admin.end();
     }
     const done = await eventually(async () => {
-      const row = await findTaskRow(t.app.db.kysely, id).catch(() => undefined);
+      const row = await findStoredTask(t.app.db.kysely, id).catch(() => undefined);
       return row?.status === 'completed' ? row : undefined;
     }, 20_000);
     expect(done).toMatchObject({ attempt: 2, result: { attempt: 2 } });
@@ -484,16 +615,25 @@ describe('runner slots', () => {
     onTestFinished(() => t.stop());
     const alice = await t.token('alice');
     const get = async (id: string) => (await t.gql(GET, { id }, alice)).data.task;
-    const approval = (await t.gql(START, { input: { kind: 'approval', input: { question: 'Wait?' } } }, alice)).data.startTask;
-    await eventually(async () => ((await get(approval.id)).status === 'INPUT_REQUIRED' ? true : undefined));
-    const sleeper = (await t.gql(START, { input: { kind: 'sleep', input: { ms: 10 } } }, alice)).data.startTask;
-    await eventually(async () => ((await get(sleeper.id)).status === 'COMPLETED' ? true : undefined));
+    const approval = (
+      await t.gql(START, { input: { kind: 'approval', input: { question: 'Wait?' } } }, alice)
+    ).data.startTask;
+    await eventually(async () =>
+      (await get(approval.id)).status === 'INPUT_REQUIRED' ? true : undefined,
+    );
+    const sleeper = (await t.gql(START, { input: { kind: 'sleep', input: { ms: 10 } } }, alice))
+      .data.startTask;
+    await eventually(async () =>
+      (await get(sleeper.id)).status === 'COMPLETED' ? true : undefined,
+    );
     // Still held in memory (its lease renewed), only not counted against the slot.
     expect(t.app.runner!.held).toBe(1);
     expect((await get(approval.id)).status).toBe('INPUT_REQUIRED');
 
     await t.gql(ANSWER, { id: approval.id, key: 'decision', value: { approved: false } }, alice);
-    await eventually(async () => ((await get(approval.id)).status === 'COMPLETED' ? true : undefined));
+    await eventually(async () =>
+      (await get(approval.id)).status === 'COMPLETED' ? true : undefined,
+    );
     expect((await get(approval.id)).result).toEqual({ approved: false, comment: null });
   });
 });

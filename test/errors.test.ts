@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type App } from '../src/app.js';
+import { type App, createApp } from '../src/app.js';
 import { mintToken } from '../src/auth/mint.js';
 import { loadConfig } from '../src/config.js';
 import { SECRET } from './helpers/app.js';
@@ -46,18 +46,28 @@ describe('unexpected failures', () => {
       const res = await fetch(`${url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ query: '{ task(id: "00000000-0000-4000-8000-000000000000") { id } }' }),
+        body: JSON.stringify({
+          query: '{ task(id: "00000000-0000-4000-8000-000000000000") { id } }',
+        }),
       });
-      const body = (await res.json()) as { errors: Array<{ message: string; extensions: Record<string, unknown> }> };
+      const body = (await res.json()) as {
+        errors: Array<{ message: string; extensions: Record<string, unknown> }>;
+      };
       expect(body.errors[0]?.message).toBe('Unexpected error.');
       expect(body.errors[0]?.extensions.code).toBe('INTERNAL_SERVER_ERROR');
       expect(JSON.stringify(body)).not.toMatch(/tasks/);
       const logged = lines.find((l) => l.level === 50 && /tasks/.test(JSON.stringify(l.err ?? {})));
       expect(logged, 'the cause is logged').toBeDefined();
 
-      const rest = await fetch(`${url}/v1/jobs/00000000-0000-4000-8000-000000000000`, { headers: { authorization: `Bearer ${token}` } });
+      const rest = await fetch(`${url}/v1/jobs/00000000-0000-4000-8000-000000000000`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
       expect(rest.status).toBe(500);
-      expect(await rest.json()).toMatchObject({ status: 500, code: 'INTERNAL_SERVER_ERROR', detail: 'Unexpected error.' });
+      expect(await rest.json()).toMatchObject({
+        status: 500,
+        code: 'INTERNAL_SERVER_ERROR',
+        detail: 'Unexpected error.',
+      });
     } finally {
       await sql`alter table tasks_gone rename to tasks`.execute(app.db.kysely);
     }
@@ -69,10 +79,17 @@ describe('unexpected failures', () => {
     const res = await fetch(`${url}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: JSON.stringify({ query: 'mutation { cancelTask(id: "00000000-0000-4000-8000-000000000000") { id } }' }),
+      body: JSON.stringify({
+        query: 'mutation { cancelTask(id: "00000000-0000-4000-8000-000000000000") { id } }',
+      }),
     });
-    const body = (await res.json()) as { errors: Array<{ message: string; extensions: Record<string, unknown> }> };
-    expect(body.errors[0]).toMatchObject({ message: 'Task not found.', extensions: { code: 'NOT_FOUND' } });
+    const body = (await res.json()) as {
+      errors: Array<{ message: string; extensions: Record<string, unknown> }>;
+    };
+    expect(body.errors[0]).toMatchObject({
+      message: 'Task not found.',
+      extensions: { code: 'NOT_FOUND' },
+    });
     expect(lines.filter((l) => l.level >= 50).length).toBe(errorsBefore);
   });
 });

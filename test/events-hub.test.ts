@@ -1,18 +1,17 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskEvents } from '../src/tasks/events.js';
-import { findTaskRow } from '../src/tasks/store.js';
+import { TaskEvents } from '../src/tasks/events/hub.js';
+import { findStoredTask } from '../src/tasks/sql/find.js';
 import type { Task } from '../src/tasks/task.js';
 import { collect, eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { backend } from './helpers/db.js';
+import { CANCEL_TASK as CANCEL, FOLLOW_VERSIONS as FOLLOW } from './helpers/operations.js';
 
 /** The process's event hub and row cache, on both backends. */
 
 const log = pino({ level: 'silent' });
 const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id status version } }`;
 const GET = `query($id: ID!) { task(id: $id) { id status version progress } }`;
-const CANCEL = `mutation($id: ID!) { cancelTask(id: $id) { id status version } }`;
-const FOLLOW = `subscription($id: ID!) { taskUpdated(id: $id) { id status version } }`;
 
 let t: TestApp;
 let alice: string;
@@ -25,7 +24,11 @@ beforeAll(async () => {
 afterAll(() => t?.stop());
 
 async function start(input: unknown, kind = 'sleep', ttlMs?: number): Promise<string> {
-  const response = await t.gql(START, { input: { kind, input, ...(ttlMs ? { ttlMs } : {}) } }, alice);
+  const response = await t.gql(
+    START,
+    { input: { kind, input, ...(ttlMs ? { ttlMs } : {}) } },
+    alice,
+  );
   expect(response.errors).toBeUndefined();
   return response.data.startTask.id;
 }
@@ -35,20 +38,28 @@ const poll = async (id: string, token = alice) => (await t.gql(GET, { id }, toke
 describe('the event hub', () => {
   it('reads a changed task once per event, however many watch it', async () => {
     let reads = 0;
-    const hub = new TaskEvents(t.app.db.listener(log), (id) => {
-      reads++;
-      return findTaskRow(t.app.db.kysely, id);
-    }, log);
+    const hub = new TaskEvents(
+      t.app.db.listener(log),
+      (id) => {
+        reads++;
+        return findStoredTask(t.app.db.kysely, id);
+      },
+      log,
+    );
     await hub.start();
     try {
       const id = await start({ ms: 800, steps: 4 });
       const seen: number[][] = Array.from({ length: 200 }, () => []);
-      const unwatch = seen.map((versions) => hub.watch(id, (row) => row && versions.push(row.version)));
+      const unwatch = seen.map((versions) =>
+        hub.watch(id, (row) => row && versions.push(row.version)),
+      );
       const final = await eventually(async () => {
         const task = await poll(id);
-        return task.status === 'COMPLETED' && seen.every((v) => v.at(-1) === task.version) ? task : undefined;
+        return task.status === 'COMPLETED' && seen.every((v) => v.at(-1) === task.version)
+          ? task
+          : undefined;
       });
-      unwatch.forEach((off) => off());
+      for (const off of unwatch) off();
       // Each version after the first (progress reports, the completion) costs at most one read,
       // whatever the number of watchers: 200 watchers reading for themselves would be 200 a version.
       expect(final.version).toBeGreaterThanOrEqual(3);
@@ -86,7 +97,8 @@ describe('the row cache', () => {
     const id = await start({ ms: 3_600_000, steps: 1 });
     expect(await poll(id)).toMatchObject({ status: 'WORKING', version: 1 });
     const before = t.app.events.cacheStats;
-    for (let i = 0; i < 20; i++) expect(await poll(id)).toMatchObject({ status: 'WORKING', version: 1 });
+    for (let i = 0; i < 20; i++)
+      expect(await poll(id)).toMatchObject({ status: 'WORKING', version: 1 });
     const after = t.app.events.cacheStats;
     expect(after.misses).toBe(before.misses);
     expect(after.hits - before.hits).toBe(20);
@@ -113,24 +125,29 @@ describe('the row cache', () => {
     expect(t.app.events.cacheStats.hits).toBe(hits + 1);
     await eventually(async () => ((await poll(id)) === null ? true : undefined));
     // Gone for the API while the row is still there (the purge has not run).
-    expect(await findTaskRow(t.app.db.kysely, id)).toBeDefined();
+    expect(await findStoredTask(t.app.db.kysely, id)).toBeDefined();
   });
 
-  it.skipIf(backend === 'pglite')('drops a cached row when another process changes the task', async () => {
-    // A second app on the same database (Postgres only: PGlite is one process's).
-    const other = await startTestApp({ database: t.database });
-    try {
-      const id = await start({ ms: 3_600_000, steps: 1 });
-      expect(await poll(id)).toMatchObject({ version: 1 });
-      expect(await poll(id)).toMatchObject({ version: 1 });
-      const cancelled = (await other.gql(CANCEL, { id }, alice)).data.cancelTask as { version: number };
-      const seen = await eventually(async () => {
-        const task = await poll(id);
-        return task.status === 'CANCELLED' ? (task as { version: number }) : undefined;
-      });
-      expect(seen.version).toBe(cancelled.version);
-    } finally {
-      await other.stop();
-    }
-  });
+  it.skipIf(backend === 'pglite')(
+    'drops a cached row when another process changes the task',
+    async () => {
+      // A second app on the same database (Postgres only: PGlite is one process's).
+      const other = await startTestApp({ database: t.database });
+      try {
+        const id = await start({ ms: 3_600_000, steps: 1 });
+        expect(await poll(id)).toMatchObject({ version: 1 });
+        expect(await poll(id)).toMatchObject({ version: 1 });
+        const cancelled = (await other.gql(CANCEL, { id }, alice)).data.cancelTask as {
+          version: number;
+        };
+        const seen = await eventually(async () => {
+          const task = await poll(id);
+          return task.status === 'CANCELLED' ? (task as { version: number }) : undefined;
+        });
+        expect(seen.version).toBe(cancelled.version);
+      } finally {
+        await other.stop();
+      }
+    },
+  );
 });

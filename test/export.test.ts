@@ -12,7 +12,11 @@ let t: TestApp;
 let alice: string;
 let bob: string;
 /** Alice's tasks by status, as started in beforeAll. */
-const mine = { completed: [] as string[], cancelled: [] as string[], inputRequired: [] as string[] };
+const mine = {
+  completed: [] as string[],
+  cancelled: [] as string[],
+  inputRequired: [] as string[],
+};
 /** Alice's finished exports: tasks of hers too, so later exports list them. */
 const exportsDone: string[] = [];
 let bobs: string[] = [];
@@ -36,7 +40,10 @@ async function exportAs(token: string, input: Record<string, unknown>) {
   const id = await startTask(token, 'export', input);
   const task = await until(token, id, 'COMPLETED');
   if (token === alice) exportsDone.push(id);
-  return { id, result: task.result as { format: string; rows: number; content: string; truncated: boolean } };
+  return {
+    id,
+    result: task.result as { format: string; rows: number; content: string; truncated: boolean },
+  };
 }
 
 /** Inserts `count` finished tasks for `owner` in one statement, newest created `now()`, one millisecond apart. */
@@ -58,12 +65,20 @@ beforeAll(async () => {
   await t.gql(CANCEL, { id: slow }, alice);
   mine.cancelled.push(slow);
   mine.inputRequired.push(await startTask(alice, 'approval', { question: 'Export?' }));
-  bobs = [await startTask(bob, 'sleep', { ms: 0 }), await startTask(bob, 'approval', { question: 'Mine?' })];
+  bobs = [
+    await startTask(bob, 'sleep', { ms: 0 }),
+    await startTask(bob, 'approval', { question: 'Mine?' }),
+  ];
   for (const id of mine.completed) await until(alice, id, 'COMPLETED');
   await until(alice, mine.inputRequired[0]!, 'INPUT_REQUIRED');
   // An expired task of alice's, not yet purged: exports never show it.
   await insertFinished('alice', 1, true);
-  const expired = await t.app.db.kysely.selectFrom('tasks').select('id').where('owner', '=', 'alice').where('expires_at', '<=', sql<Date>`now()`).executeTakeFirstOrThrow();
+  const expired = await t.app.db.kysely
+    .selectFrom('tasks')
+    .select('id')
+    .where('owner', '=', 'alice')
+    .where('expires_at', '<=', sql<Date>`now()`)
+    .executeTakeFirstOrThrow();
   aliceExpired = expired.id;
 });
 afterAll(() => t?.stop());
@@ -85,7 +100,10 @@ describe('the export kind', () => {
     for (const other of [id, aliceExpired, ...bobs]) expect(result.content).not.toContain(other);
     const byId = new Map(records.map((r) => [r.id, r]));
     expect(byId.get(mine.cancelled[0]!)).toMatchObject({ kind: 'sleep', status: 'cancelled' });
-    expect(byId.get(mine.inputRequired[0]!)).toMatchObject({ kind: 'approval', status: 'input_required' });
+    expect(byId.get(mine.inputRequired[0]!)).toMatchObject({
+      kind: 'approval',
+      status: 'input_required',
+    });
     const created = records.map((r) => r.createdAt);
     expect(created).toEqual([...created].sort().reverse());
   });
@@ -94,7 +112,10 @@ describe('the export kind', () => {
     const expected = allMine();
     const { result } = await exportAs(alice, { format: 'ndjson' });
     expect(result).toMatchObject({ format: 'ndjson', rows: expected.length, truncated: false });
-    const records = result.content.trimEnd().split('\n').map((line) => JSON.parse(line));
+    const records = result.content
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(records.map((r) => r.id).sort()).toEqual(expected.sort());
     for (const record of records) {
       expect(Object.keys(record)).toEqual(COLUMNS.split(','));
@@ -105,10 +126,20 @@ describe('the export kind', () => {
   it('filters by status, in either case', async () => {
     const done = [...mine.completed, ...exportsDone];
     const completed = await exportAs(alice, { format: 'ndjson', status: ['completed'] });
-    expect(completed.result.content.trimEnd().split('\n').map((line) => JSON.parse(line).id).sort()).toEqual(done.sort());
+    expect(
+      completed.result.content
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line).id)
+        .sort(),
+    ).toEqual(done.sort());
     const upper = await exportAs(alice, { format: 'csv', status: ['CANCELLED', 'INPUT_REQUIRED'] });
     expect(upper.result.rows).toBe(2);
-    const ids = upper.result.content.trimEnd().split('\n').slice(1).map((line) => line.split(',')[0]);
+    const ids = upper.result.content
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((line) => line.split(',')[0]);
     expect(ids.sort()).toEqual([...mine.cancelled, ...mine.inputRequired].sort());
   });
 
@@ -127,8 +158,15 @@ describe('the export kind', () => {
     expect(result.truncated).toBe(true);
     const lines = result.content.trimEnd().split('\n');
     expect(lines).toHaveLength(EXPORT_MAX_ROWS + 1);
-    const newest = await t.app.db.kysely.selectFrom('tasks').select('id').where('owner', '=', 'carol').where('kind', '=', 'sleep')
-      .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(EXPORT_MAX_ROWS + extra).execute();
+    const newest = await t.app.db.kysely
+      .selectFrom('tasks')
+      .select('id')
+      .where('owner', '=', 'carol')
+      .where('kind', '=', 'sleep')
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(EXPORT_MAX_ROWS + extra)
+      .execute();
     const exported = lines.slice(1).map((line) => line.split(',')[0]);
     expect(exported).toEqual(newest.slice(0, EXPORT_MAX_ROWS).map((r) => r.id));
     expect(new Set(exported)).not.toContain(newest.at(-1)!.id);

@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { printSortedSchema } from '../src/graphql/index.js';
-import { collect, eventually, startTestApp, TASK_FIELDS, type TestApp } from './helpers/app.js';
+import { printSortedSchema } from '../src/faces/graphql/index.js';
+import { collect, eventually, startTestApp, type TestApp } from './helpers/app.js';
+import {
+  CANCEL_TASK as CANCEL,
+  GET_TASK as GET,
+  START_TASK as START,
+} from './helpers/operations.js';
 
 let t: TestApp;
 let alice: string;
@@ -13,14 +18,16 @@ beforeAll(async () => {
 });
 afterAll(() => t?.stop());
 
-const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { ${TASK_FIELDS} } }`;
-const GET = `query($id: ID!) { task(id: $id) { ${TASK_FIELDS} } }`;
-const CANCEL = `mutation($id: ID!) { cancelTask(id: $id) { id status version } }`;
 const FOLLOW = `subscription($id: ID!) { taskUpdated(id: $id) { id status version progress result error { code message } } }`;
 const LIST = `query($first: Int, $after: String, $status: [TaskStatus!]) {
   tasks(first: $first, after: $after, status: $status) { edges { cursor node { id kind status } } pageInfo { hasNextPage endCursor } } }`;
 
-async function start(token: string, kind: string, input: unknown, extra: Record<string, unknown> = {}) {
+async function start(
+  token: string,
+  kind: string,
+  input: unknown,
+  extra: Record<string, unknown> = {},
+) {
   const res = await t.gql(START, { input: { kind, input, ...extra } }, token);
   expect(res.errors).toBeUndefined();
   return res.data.startTask as { id: string; version: number; status: string };
@@ -34,10 +41,18 @@ async function untilFinal(id: string, token = alice) {
 describe('starting and reading', () => {
   it('is readable the moment startTask returns it', async () => {
     const handle = await start(alice, 'sleep', { ms: 60_000 });
-    expect(handle).toMatchObject({ kind: 'sleep', status: 'WORKING', version: 1, ttlMs: 3_600_000, pollIntervalMs: 1000 });
+    expect(handle).toMatchObject({
+      kind: 'sleep',
+      status: 'WORKING',
+      version: 1,
+      ttlMs: 3_600_000,
+      pollIntervalMs: 1000,
+    });
     const read = await t.gql(GET, { id: handle.id }, alice);
     expect(read.data.task).toMatchObject({ id: handle.id, input: { ms: 60_000 } });
-    expect(Date.parse(read.data.task.expiresAt) - Date.parse(read.data.task.createdAt)).toBe(3_600_000);
+    expect(Date.parse(read.data.task.expiresAt) - Date.parse(read.data.task.createdAt)).toBe(
+      3_600_000,
+    );
   });
 
   it('polling reaches COMPLETED with the result and full progress', async () => {
@@ -83,7 +98,11 @@ describe('following a task', () => {
     const { id } = await start(alice, 'sleep', { ms: 100, steps: 2 });
     const response = await fetch(`${t.url}/graphql`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${alice}` },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        authorization: `Bearer ${alice}`,
+      },
       body: JSON.stringify({ query: FOLLOW, variables: { id } }),
     });
     expect(response.headers.get('content-type')).toMatch(/text\/event-stream/);
@@ -99,9 +118,13 @@ describe('following a task', () => {
   });
 
   it('refuses a subscription to an unknown task with NOT_FOUND', async () => {
-    const { events, error } = await collect(t.ws(alice), FOLLOW, { id: '00000000-0000-4000-8000-000000000000' });
+    const { events, error } = await collect(t.ws(alice), FOLLOW, {
+      id: '00000000-0000-4000-8000-000000000000',
+    });
     expect(events).toHaveLength(0);
-    expect((error as Array<{ extensions: { code: string } }>)[0]?.extensions.code).toBe('NOT_FOUND');
+    expect((error as Array<{ extensions: { code: string } }>)[0]?.extensions.code).toBe(
+      'NOT_FOUND',
+    );
   });
 });
 
@@ -123,10 +146,15 @@ describe('cancelling', () => {
 
   it('stops primes promptly and the task stays CANCELLED', async () => {
     const { id } = await start(alice, 'primes', { limit: 1_000_000_000 });
-    await eventually(async () => ((await t.gql(GET, { id }, alice)).data.task.progress > 0 ? true : undefined));
+    await eventually(async () =>
+      (await t.gql(GET, { id }, alice)).data.task.progress > 0 ? true : undefined,
+    );
     await t.gql(CANCEL, { id }, alice);
     await eventually(async () => (t.app.runner?.holds(id) ? undefined : true));
-    expect((await t.gql(GET, { id }, alice)).data.task).toMatchObject({ status: 'CANCELLED', result: null });
+    expect((await t.gql(GET, { id }, alice)).data.task).toMatchObject({
+      status: 'CANCELLED',
+      result: null,
+    });
   });
 });
 
@@ -139,9 +167,13 @@ describe('isolation between principals', () => {
     const unknown = await t.gql(CANCEL, { id: '00000000-0000-4000-8000-000000000000' }, bob);
     expect(cancel.errors?.[0]?.message).toBe(unknown.errors?.[0]?.message);
     const { error } = await collect(t.ws(bob), FOLLOW, { id });
-    expect((error as Array<{ extensions: { code: string } }>)[0]?.extensions.code).toBe('NOT_FOUND');
+    expect((error as Array<{ extensions: { code: string } }>)[0]?.extensions.code).toBe(
+      'NOT_FOUND',
+    );
     const listed = await t.gql(LIST, { first: 100 }, bob);
-    expect(listed.data.tasks.edges.map((e: { node: { id: string } }) => e.node.id)).not.toContain(id);
+    expect(listed.data.tasks.edges.map((e: { node: { id: string } }) => e.node.id)).not.toContain(
+      id,
+    );
     expect((await t.gql(GET, { id }, alice)).data.task.status).toBe('WORKING');
   });
 });
@@ -160,8 +192,12 @@ describe('bad input', () => {
       const res = await t.gql(START, { input }, carol);
       expect(res.errors?.[0]?.extensions?.code, JSON.stringify(input)).toBe('BAD_USER_INPUT');
     }
-    expect((await t.gql(GET, { id: 'not-a-uuid' }, carol)).errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-    expect((await t.gql(LIST, { first: 101 }, carol)).errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect((await t.gql(GET, { id: 'not-a-uuid' }, carol)).errors?.[0]?.extensions?.code).toBe(
+      'BAD_USER_INPUT',
+    );
+    expect((await t.gql(LIST, { first: 101 }, carol)).errors?.[0]?.extensions?.code).toBe(
+      'BAD_USER_INPUT',
+    );
     expect((await t.gql(LIST, { first: 100 }, carol)).data.tasks.edges).toEqual([]);
   });
 });
@@ -169,14 +205,21 @@ describe('bad input', () => {
 describe('failures', () => {
   it('a throwing handler gives FAILED with HANDLER_ERROR and its message', async () => {
     const { id } = await start(alice, 'sleep', { ms: 0, fail: 'disk full' });
-    expect(await untilFinal(id)).toMatchObject({ status: 'FAILED', error: { code: 'HANDLER_ERROR', message: 'disk full' }, result: null });
+    expect(await untilFinal(id)).toMatchObject({
+      status: 'FAILED',
+      error: { code: 'HANDLER_ERROR', message: 'disk full' },
+      result: null,
+    });
   });
 });
 
 describe('primes', () => {
   it('counts π(2·10⁶) = 148 933', async () => {
     const { id } = await start(alice, 'primes', { limit: 2_000_000 });
-    expect(await untilFinal(id)).toMatchObject({ status: 'COMPLETED', result: { limit: 2_000_000, count: 148_933 } });
+    expect(await untilFinal(id)).toMatchObject({
+      status: 'COMPLETED',
+      result: { limit: 2_000_000, count: 148_933 },
+    });
   });
 
   it('answers polls while it computes (the sieve runs off the event loop)', async () => {
@@ -187,7 +230,9 @@ describe('primes', () => {
       const task = (await t.gql(GET, { id }, alice)).data.task;
       expect(task.status).toBe('WORKING');
       seen.push(task.version);
-      await eventually(async () => (((await t.gql(GET, { id }, alice)).data.task.version > task.version) ? true : undefined));
+      await eventually(async () =>
+        (await t.gql(GET, { id }, alice)).data.task.version > task.version ? true : undefined,
+      );
     }
     expect(new Set(seen).size).toBe(5);
     await t.gql(CANCEL, { id }, alice);

@@ -6,13 +6,19 @@ import type { Database } from '../src/db/types.js';
 import { Purger, purgeExpired } from '../src/tasks/purge.js';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { backend } from './helpers/db.js';
-import { spawnServer, type ServerProcess } from './helpers/process.js';
+import { type ServerProcess, spawnServer } from './helpers/process.js';
 
 /**
  * Inserts `count` finished tasks in one statement. Expired ones expired `expiredAgoMs` ago and
  * earlier, one millisecond apart, so the purge's `order by expires_at` sees them oldest first.
  */
-async function insertTasks(db: Kysely<Database>, owner: string, count: number, expired: boolean, expiredAgoMs = 1_000): Promise<void> {
+async function insertTasks(
+  db: Kysely<Database>,
+  owner: string,
+  count: number,
+  expired: boolean,
+  expiredAgoMs = 1_000,
+): Promise<void> {
   await sql`
     insert into tasks (id, owner, kind, status, ttl_ms, created_at, last_updated_at, expires_at, poll_interval_ms, max_attempts, timeout_ms)
     select gen_random_uuid(), ${owner}, 'sleep', 'completed', 1000, now() - interval '1 hour', now() - interval '1 hour',
@@ -20,7 +26,11 @@ async function insertTasks(db: Kysely<Database>, owner: string, count: number, e
     from generate_series(1, ${count}::int) as i`.execute(db);
 }
 
-async function count(db: Kysely<Database>, where: 'expired' | 'live' | 'all', owner?: string): Promise<number> {
+async function count(
+  db: Kysely<Database>,
+  where: 'expired' | 'live' | 'all',
+  owner?: string,
+): Promise<number> {
   let query = db.selectFrom('tasks').select((eb) => eb.fn.countAll<string>().as('n'));
   if (where === 'expired') query = query.where('expires_at', '<=', sql<Date>`now()`);
   if (where === 'live') query = query.where('expires_at', '>', sql<Date>`now()`);
@@ -31,7 +41,10 @@ async function count(db: Kysely<Database>, where: 'expired' | 'live' | 'all', ow
 /** Fails instead of hanging when `promise` does not settle: for "never waits on a lock". */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)));
+  const timeout = new Promise<never>(
+    (_, reject) =>
+      (timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)),
+  );
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
@@ -65,7 +78,9 @@ describe('purgeExpired', () => {
 
   it('purges tasks that expired through the API, whatever their status', async () => {
     await insertTasks(db, 'alice', 3, true);
-    await sql`update tasks set status = 'working', worker_id = 'w', lease_expires_at = now() + interval '1 minute' where owner = 'alice'`.execute(db);
+    await sql`update tasks set status = 'working', worker_id = 'w', lease_expires_at = now() + interval '1 minute' where owner = 'alice'`.execute(
+      db,
+    );
     expect(await purgeExpired(db)).toBe(3);
   });
 
@@ -73,7 +88,10 @@ describe('purgeExpired', () => {
     await insertTasks(db, 'alice', 1_234, true);
     await insertTasks(db, 'alice', 5, false);
     const lines: Array<{ msg: string; deleted?: number }> = [];
-    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const log = pino(
+      { level: 'info' },
+      { write: (line: string) => void lines.push(JSON.parse(line)) },
+    );
     const purger = new Purger(db, 50, log, { batchSize: 100 });
     purger.start();
     try {
@@ -90,7 +108,11 @@ describe('purgeExpired', () => {
     await insertTasks(db, 'alice', 50_000, true);
     const purger = new Purger(db, 86_400_000, pino({ level: 'silent' }), { batchSize: 100 });
     const pass = purger.runOnce();
-    await eventually(async () => ((await count(db, 'expired')) < 50_000 ? true : undefined), 20_000, 5);
+    await eventually(
+      async () => ((await count(db, 'expired')) < 50_000 ? true : undefined),
+      20_000,
+      5,
+    );
     await within(purger.stop(), 20_000, 'stopping the purger');
     await pass;
     const left = await count(db, 'expired');
@@ -128,7 +150,9 @@ describe.skipIf(backend === 'pglite')('purge on a shared Postgres', () => {
   /** Locks one row in an open transaction on a separate connection, as a worker mid-write would. */
   async function lockOldestExpired(): Promise<{ id: string; release(): Promise<void> }> {
     await locker.query('begin');
-    const { rows } = await locker.query<{ id: string }>('select id from tasks where expires_at <= now() order by expires_at limit 1 for update');
+    const { rows } = await locker.query<{ id: string }>(
+      'select id from tasks where expires_at <= now() order by expires_at limit 1 for update',
+    );
     return { id: rows[0]!.id, release: async () => void (await locker.query('commit')) };
   }
 
@@ -137,7 +161,9 @@ describe.skipIf(backend === 'pglite')('purge on a shared Postgres', () => {
     const locked = await lockOldestExpired();
     try {
       // The locked row is first in the purge's order: a purge that waited on it would hang here.
-      expect(await within(purgeExpired(db, 1_000), 20_000, 'purge next to a locked row')).toBe(1_499);
+      expect(await within(purgeExpired(db, 1_000), 20_000, 'purge next to a locked row')).toBe(
+        1_499,
+      );
       expect(await db.selectFrom('tasks').select('id').execute()).toEqual([{ id: locked.id }]);
     } finally {
       await locked.release();
@@ -148,7 +174,15 @@ describe.skipIf(backend === 'pglite')('purge on a shared Postgres', () => {
 
   it('is safe from several purgers at once: every row deleted exactly once', async () => {
     await insertTasks(db, 'alice', 6_000, true);
-    const pools = Array.from({ length: 3 }, () => new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: api.database.url, max: 1 }) }) }));
+    const pools = Array.from(
+      { length: 3 },
+      () =>
+        new Kysely<Database>({
+          dialect: new PostgresDialect({
+            pool: new pg.Pool({ connectionString: api.database.url, max: 1 }),
+          }),
+        }),
+    );
     try {
       const deleted = await Promise.all(pools.map((p) => purgeExpired(p, 200)));
       expect(deleted.reduce((a, b) => a + b, 0)).toBe(6_000);
@@ -188,19 +222,40 @@ describe.skipIf(backend === 'pglite')('purge on a shared Postgres', () => {
     });
     workers.push(worker);
     const lines = worker.logs() as Array<{ msg?: string; deleted?: number }>;
-    const purgedSoFar = () => lines.filter((l) => l.msg === 'purged expired tasks').reduce((sum, l) => sum + (l.deleted ?? 0), 0);
+    const purgedSoFar = () =>
+      lines
+        .filter((l) => l.msg === 'purged expired tasks')
+        .reduce((sum, l) => sum + (l.deleted ?? 0), 0);
 
     try {
       // Everything expired goes, except the locked row, while its lock is held.
-      await eventually(async () => (purgedSoFar() === 2_504 ? true : undefined), 30_000, 50).catch((err) => {
-        throw new Error(`${(err as Error).message}; purged ${purgedSoFar()}; worker stderr: ${worker.stderr()}`);
-      });
-      expect(await db.selectFrom('tasks').select('id').where('expires_at', '<=', sql<Date>`now()`).execute()).toEqual([{ id: locked.id }]);
-      for (const id of started) if (id !== locked.id) expect(await db.selectFrom('tasks').select('id').where('id', '=', id).executeTakeFirst()).toBeUndefined();
+      await eventually(async () => (purgedSoFar() === 2_504 ? true : undefined), 30_000, 50).catch(
+        (err) => {
+          throw new Error(
+            `${(err as Error).message}; purged ${purgedSoFar()}; worker stderr: ${worker.stderr()}`,
+          );
+        },
+      );
+      expect(
+        await db
+          .selectFrom('tasks')
+          .select('id')
+          .where('expires_at', '<=', sql<Date>`now()`)
+          .execute(),
+      ).toEqual([{ id: locked.id }]);
+      for (const id of started)
+        if (id !== locked.id)
+          expect(
+            await db.selectFrom('tasks').select('id').where('id', '=', id).executeTakeFirst(),
+          ).toBeUndefined();
 
       // Once the lock is gone, a later pass deletes that row too; the unexpired task stays.
       await locked.release();
-      await eventually(async () => ((await count(db, 'expired')) === 0 ? true : undefined), 30_000, 50);
+      await eventually(
+        async () => ((await count(db, 'expired')) === 0 ? true : undefined),
+        30_000,
+        50,
+      );
       await eventually(async () => (purgedSoFar() === 2_505 ? true : undefined), 10_000, 50);
       expect(await db.selectFrom('tasks').select('id').execute()).toEqual([{ id: liveId }]);
     } finally {

@@ -1,26 +1,43 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
-import { TaskAbortedError } from '../src/tasks/runner.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTaskKind } from '../src/tasks/kinds.js';
-import { ADMIN_SCOPES, eventually, startTestApp, TASK_FIELDS, type TestApp } from './helpers/app.js';
+import { TaskAbortedError } from '../src/tasks/runner/runner.js';
+import { ADMIN_SCOPES, eventually, startTestApp, type TestApp } from './helpers/app.js';
+import { untilAborted } from './helpers/kinds.js';
+import { FOLLOW_VERSIONS as FOLLOW, START_TASK as START } from './helpers/operations.js';
 import { restClient } from './helpers/rest.js';
 
-const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { ${TASK_FIELDS} } }`;
 const GET = `query($id: ID!) { task(id: $id) { id status } }`;
 const LIST = `query { tasks(first: 100) { edges { node { id } } } }`;
 const CANCEL = `mutation($id: ID!) { cancelTask(id: $id) { id status } }`;
 const ANSWER = `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskInput(id: $id, key: $key, value: $value) { id status } }`;
-const FOLLOW = `subscription($id: ID!) { taskUpdated(id: $id) { id status version } }`;
 
 describe('ttlMs clamping', () => {
   let t: TestApp;
   let alice: string;
-  const keeper = defineTaskKind({ name: 'keeper', description: 'kind default ttl within bounds', inputSchema: {}, ttlMs: 120_000, run: async () => null });
-  const hoarder = defineTaskKind({ name: 'hoarder', description: 'kind default ttl past the max', inputSchema: {}, ttlMs: 1_000_000_000, run: async () => null });
+  const keeper = defineTaskKind({
+    name: 'keeper',
+    description: 'kind default ttl within bounds',
+    inputSchema: {},
+    ttlMs: 120_000,
+    run: async () => null,
+  });
+  const hoarder = defineTaskKind({
+    name: 'hoarder',
+    description: 'kind default ttl past the max',
+    inputSchema: {},
+    ttlMs: 1_000_000_000,
+    run: async () => null,
+  });
 
   beforeAll(async () => {
     t = await startTestApp({
-      env: { TASK_MIN_TTL_MS: '5000', TASK_MAX_TTL_MS: '600000', TASK_DEFAULT_TTL_MS: '60000', ROLE: 'api' },
+      env: {
+        TASK_MIN_TTL_MS: '5000',
+        TASK_MAX_TTL_MS: '600000',
+        TASK_DEFAULT_TTL_MS: '60000',
+        ROLE: 'api',
+      },
       kinds: [keeper, hoarder],
     });
     alice = await t.token('alice');
@@ -28,7 +45,17 @@ describe('ttlMs clamping', () => {
   afterAll(() => t?.stop());
 
   async function ttlOf(kind: string, ttlMs?: number): Promise<number> {
-    const res = await t.gql(START, { input: { kind, input: kind === 'sleep' ? { ms: 0 } : {}, ...(ttlMs === undefined ? {} : { ttlMs }) } }, alice);
+    const res = await t.gql(
+      START,
+      {
+        input: {
+          kind,
+          input: kind === 'sleep' ? { ms: 0 } : {},
+          ...(ttlMs === undefined ? {} : { ttlMs }),
+        },
+      },
+      alice,
+    );
     expect(res.errors).toBeUndefined();
     const task = res.data.startTask;
     // expiresAt is always createdAt + the effective ttlMs, to the millisecond.
@@ -65,13 +92,22 @@ describe('ttlMs clamping', () => {
 
   it('clamps the same way over REST and reports the effective ttlMs in the handle', async () => {
     const call = restClient(t.url);
-    const low = await call('POST', '/v1/jobs', { token: alice, body: { kind: 'sleep', input: { ms: 0 }, ttlMs: 1 } });
+    const low = await call('POST', '/v1/jobs', {
+      token: alice,
+      body: { kind: 'sleep', input: { ms: 0 }, ttlMs: 1 },
+    });
     expect(low.status).toBe(202);
     expect(low.body.ttlMs).toBe(5_000);
-    const high = await call('POST', '/v1/jobs', { token: alice, body: { kind: 'sleep', input: { ms: 0 }, ttlMs: 10_000_000_000 } });
+    const high = await call('POST', '/v1/jobs', {
+      token: alice,
+      body: { kind: 'sleep', input: { ms: 0 }, ttlMs: 10_000_000_000 },
+    });
     expect(high.status).toBe(202);
     expect(high.body.ttlMs).toBe(600_000);
-    const none = await call('POST', '/v1/jobs', { token: alice, body: { kind: 'sleep', input: { ms: 0 } } });
+    const none = await call('POST', '/v1/jobs', {
+      token: alice,
+      body: { kind: 'sleep', input: { ms: 0 } },
+    });
     expect(none.body.ttlMs).toBe(60_000);
   });
 });
@@ -81,12 +117,7 @@ const probes = new Map<string, { started: boolean; reason?: unknown }>();
 
 function watchSignal(taskId: string, signal: AbortSignal): Promise<never> {
   probes.set(taskId, { started: true });
-  return new Promise<never>((_, reject) => {
-    signal.addEventListener('abort', () => {
-      probes.set(taskId, { started: true, reason: signal.reason });
-      reject(signal.reason);
-    }, { once: true });
-  });
+  return untilAborted(signal, (reason) => probes.set(taskId, { started: true, reason }));
 }
 
 /** Runs until its signal is aborted. */
@@ -128,7 +159,10 @@ function follow(client: Client, id: string): Followed {
       { query: FOLLOW, variables: { id } },
       {
         // A refused subscription arrives as one result carrying errors, then completes.
-        next: (value) => (value.errors ? errors.push(...value.errors) : value.data && events.push(value.data.taskUpdated)),
+        next: (value) =>
+          value.errors
+            ? errors.push(...value.errors)
+            : value.data && events.push(value.data.taskUpdated),
         error: (error) => resolve({ error }),
         complete: () => resolve({}),
       },
@@ -147,7 +181,10 @@ describe('expiry, before any purge', () => {
 
   beforeAll(async () => {
     // TASK_MIN_TTL_MS=1 allows a task to expire within the test; the purge never runs here.
-    t = await startTestApp({ env: { TASK_MIN_TTL_MS: '1', TASK_PURGE_INTERVAL_MS: '86400000' }, kinds: [hang, asker] });
+    t = await startTestApp({
+      env: { TASK_MIN_TTL_MS: '1', TASK_PURGE_INTERVAL_MS: '86400000' },
+      kinds: [hang, asker],
+    });
     alice = await t.token('alice');
     bob = await t.token('bob');
     admin = await t.token('root', ADMIN_SCOPES);
@@ -165,14 +202,18 @@ describe('expiry, before any purge', () => {
    * runs, the subscription delivered the wanted status) — all of which can only happen before
    * expiry. On a slow machine the task may expire first; then it tries again with a longer ttl.
    */
-  async function expiringTask(kind: string, wantStatus: string): Promise<{ id: string; ttlMs: number; followed: Followed }> {
+  async function expiringTask(
+    kind: string,
+    wantStatus: string,
+  ): Promise<{ id: string; ttlMs: number; followed: Followed }> {
     for (let ttlMs = 300; ttlMs <= 20_000; ttlMs *= 4) {
       const started = await t.gql(START, { input: { kind, ttlMs } }, alice);
       expect(started.errors).toBeUndefined();
       const id: string = started.data.startTask.id;
       expect(started.data.startTask.ttlMs).toBe(ttlMs);
       const followed = follow(ws, id);
-      const ready = () => probes.get(id)?.started && followed.events.some((e) => e.status === wantStatus);
+      const ready = () =>
+        probes.get(id)?.started && followed.events.some((e) => e.status === wantStatus);
       const outcome = await Promise.race([
         followed.ended.then(() => 'ended' as const),
         eventually(async () => (ready() ? ('ready' as const) : undefined), ttlMs + 10_000, 5),
@@ -190,7 +231,9 @@ describe('expiry, before any purge', () => {
     expect(cancelled.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     const answered = await t.gql(ANSWER, { id, key: 'answer', value: 'late' }, alice);
     expect(answered.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
-    const listed = (await t.gql(LIST, {}, alice)).data.tasks.edges.map((e: { node: { id: string } }) => e.node.id);
+    const listed = (await t.gql(LIST, {}, alice)).data.tasks.edges.map(
+      (e: { node: { id: string } }) => e.node.id,
+    );
     expect(listed).toContain(control);
     expect(listed).not.toContain(id);
     // A new subscription is refused like an unknown id.
@@ -201,7 +244,9 @@ describe('expiry, before any purge', () => {
 
     // REST: 404 on every route, with the same body as an id that never existed; absent from the list.
     const call = restClient(t.url);
-    const unknown = await call('GET', '/v1/jobs/7d0f3e1c-59a4-4c1e-9d1b-2f6f0b7a1e55', { token: alice });
+    const unknown = await call('GET', '/v1/jobs/7d0f3e1c-59a4-4c1e-9d1b-2f6f0b7a1e55', {
+      token: alice,
+    });
     for (const [method, path, body] of [
       ['GET', `/v1/jobs/${id}`, undefined],
       ['DELETE', `/v1/jobs/${id}`, undefined],
@@ -218,7 +263,11 @@ describe('expiry, before any purge', () => {
     expect((await t.gql(GET, { id }, bob)).data.task).toBeNull();
 
     // None of that was the purge: the row is still in the table, untouched by the late cancel and answer.
-    const row = await t.app.db.kysely.selectFrom('tasks').select(['status', 'answers']).where('id', '=', id).executeTakeFirst();
+    const row = await t.app.db.kysely
+      .selectFrom('tasks')
+      .select(['status', 'answers'])
+      .where('id', '=', id)
+      .executeTakeFirst();
     expect(row).toBeDefined();
     expect(row!.status).toBe(status);
     expect(row!.answers).toEqual({});
@@ -247,7 +296,10 @@ describe('expiry, before any purge', () => {
   });
 
   it('keeps an unexpired task of the same owner visible throughout', async () => {
-    expect((await t.gql(GET, { id: control }, alice)).data.task).toEqual({ id: control, status: 'WORKING' });
+    expect((await t.gql(GET, { id: control }, alice)).data.task).toEqual({
+      id: control,
+      status: 'WORKING',
+    });
     expect(probes.get(control)?.reason).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import { ServiceError } from '../tasks/errors.js';
+import { ServiceError } from '../errors.js';
 import type { Principal } from './principal.js';
 import { bearerToken, type TokenVerifier } from './tokens.js';
 
@@ -12,7 +12,10 @@ export interface Authentication {
  * Reads an Authorization value (`Bearer <jwt>`). No value → anonymous; a bad one → an
  * UNAUTHENTICATED error that the faces report. Never throws for a client's mistake.
  */
-export async function authenticate(verifier: TokenVerifier, header: string | null | undefined): Promise<Authentication> {
+export async function authenticate(
+  verifier: TokenVerifier,
+  header: string | null | undefined,
+): Promise<Authentication> {
   try {
     const token = bearerToken(header);
     if (!token) return { principal: null, error: null };

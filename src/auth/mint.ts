@@ -15,7 +15,11 @@ export function mintToken(secret: string, options: MintOptions): Promise<string>
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(options.sub)
     .setIssuedAt()
-    .setExpirationTime(typeof options.ttl === 'number' ? Math.floor(Date.now() / 1000) + options.ttl : (options.ttl ?? '1h'));
+    .setExpirationTime(
+      typeof options.ttl === 'number'
+        ? Math.floor(Date.now() / 1000) + options.ttl
+        : (options.ttl ?? '1h'),
+    );
   if (options.issuer) jwt = jwt.setIssuer(options.issuer);
   if (options.audience) jwt = jwt.setAudience(options.audience);
   return jwt.sign(new TextEncoder().encode(secret));

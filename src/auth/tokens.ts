@@ -1,5 +1,5 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { ServiceError } from '../tasks/errors.js';
+import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import { ServiceError } from '../errors.js';
 import type { Principal } from './principal.js';
 
 export interface VerifierOptions {
@@ -13,7 +13,7 @@ export interface VerifierOptions {
   defaultScopes: readonly string[];
   /** Clock skew tolerated on `exp`/`nbf`/`iat`, in seconds. @default 5 */
   clockToleranceSec?: number;
-  /** Verified tokens remembered at once. @default 10_000 */
+  /** Verified tokens remembered at once; 0 verifies every time. @default 10_000 */
   cacheSize?: number;
 }
 
@@ -39,7 +39,9 @@ export class TokenVerifier {
 
   constructor(private readonly options: VerifierOptions) {
     if (options.jwksUrl) {
-      this.key = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: JWKS_COOLDOWN_MS });
+      this.key = createRemoteJWKSet(new URL(options.jwksUrl), {
+        cooldownDuration: JWKS_COOLDOWN_MS,
+      });
       this.algorithms = ['RS256', 'ES256'];
     } else if (options.secret) {
       this.key = new TextEncoder().encode(options.secret);
@@ -57,9 +59,11 @@ export class TokenVerifier {
       if (cached.until > now) return cached.principal;
       this.cache.delete(token);
     }
-    const principal = await this.verifyUncached(token);
+    const principal = await this.check(token);
+    const size = this.options.cacheSize ?? 10_000;
+    if (size === 0) return principal;
     const until = principal.expiresAt ?? now + NO_EXP_CACHE_MS;
-    if (this.cache.size >= (this.options.cacheSize ?? 10_000)) {
+    if (this.cache.size >= size) {
       // Drop the oldest entry; a Map iterates in insertion order.
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
@@ -68,7 +72,18 @@ export class TokenVerifier {
     return principal;
   }
 
-  async verifyUncached(token: string): Promise<Principal> {
+  /**
+   * The subject of the bearer token in `header` if this verifier has already verified it and
+   * it has not expired; never verifies (request logs call it after the request).
+   */
+  subjectOf(header: string | undefined): string | undefined {
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+    const cached = token === undefined ? undefined : this.cache.get(token);
+    return cached && cached.until > Date.now() ? cached.principal.sub : undefined;
+  }
+
+  /** Signature and claims, checked by jose; a new principal every time. */
+  private async check(token: string): Promise<Principal> {
     let payload: JWTPayload;
     try {
       const key = this.key;
@@ -78,17 +93,24 @@ export class TokenVerifier {
         ...(this.options.issuer ? { issuer: this.options.issuer } : {}),
         ...(this.options.audience ? { audience: this.options.audience } : {}),
       };
-      ({ payload } = typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options));
+      ({ payload } =
+        typeof key === 'function'
+          ? await jwtVerify(token, key, options)
+          : await jwtVerify(token, key, options));
     } catch (err) {
       if (err instanceof errors.JWTExpired) throw unauthenticated('The token has expired.');
       if (err instanceof errors.JOSEError) throw unauthenticated(`Invalid token (${err.code}).`);
       throw err;
     }
-    if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated('The token has no subject.');
+    if (typeof payload.sub !== 'string' || payload.sub === '')
+      throw unauthenticated('The token has no subject.');
     return {
       sub: payload.sub,
       scopes: new Set(scopesOf(payload) ?? this.options.defaultScopes),
-      expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 + (this.options.clockToleranceSec ?? 5) * 1000 : undefined,
+      expiresAt:
+        typeof payload.exp === 'number'
+          ? payload.exp * 1000 + (this.options.clockToleranceSec ?? 5) * 1000
+          : undefined,
     };
   }
 }

@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
 import type { Logger } from 'pino';
-import { PgListener, PGliteListener, type Listener } from './listen.js';
+import { type Listener, PGliteListener, PgListener } from './listen.js';
+import { guardedPool, type PgTimeouts } from './pg-pool.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import type { Database } from './types.js';
 
@@ -24,34 +24,37 @@ export interface ConnectOptions {
   dataDir: string;
   /** Pool size for pg. @default 10 */
   poolSize?: number;
+  /** pg only: PGlite runs in this process, with no network to wait on. */
+  timeouts: PgTimeouts;
   log: Logger;
 }
 
 export async function connect(options: ConnectOptions): Promise<Db> {
-  return options.databaseUrl ? connectPg(options.databaseUrl, options) : connectPGlite(options.dataDir);
+  return options.databaseUrl
+    ? connectPg(options.databaseUrl, options)
+    : connectPGlite(options.dataDir);
 }
 
 function connectPg(databaseUrl: string, options: ConnectOptions): Db {
-  const pool = new pg.Pool({
-    connectionString: databaseUrl,
+  const { pool } = guardedPool(databaseUrl, {
+    ...options.timeouts,
     max: options.poolSize ?? 10,
-    keepAlive: true,
-    connectionTimeoutMillis: 10_000,
+    log: options.log,
   });
-  // An idle client whose server went away emits here; without a handler the process dies.
-  pool.on('error', (err) => options.log.warn({ err }, 'idle database connection lost'));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,
     backend: 'pg',
-    listener: (log) => new PgListener(databaseUrl, log),
+    listener: (log) => new PgListener(databaseUrl, log, { timeouts: options.timeouts }),
     close: () => kysely.destroy(),
   };
 }
 
 async function connectPGlite(dataDir: string): Promise<Db> {
   if (!dataDir.includes('://')) mkdirSync(dataDir, { recursive: true });
-  const pglite = await PGlite.create(dataDir.includes('://') ? dataDir : `${dataDir.replace(/\/$/, '')}/pgdata`);
+  const pglite = await PGlite.create(
+    dataDir.includes('://') ? dataDir : `${dataDir.replace(/\/$/, '')}/pgdata`,
+  );
   const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
   return {
     kysely,

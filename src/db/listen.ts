@@ -1,6 +1,7 @@
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { clientConfig, type PgTimeouts } from './pg-pool.js';
 
 export interface ListenHandlers {
   notify(channel: string, payload: string): void;
@@ -21,6 +22,8 @@ export interface PgListenerOptions {
   heartbeatMs?: number;
   /** Backoff bounds for reconnecting, jittered. @default [100, 5_000] */
   backoffMs?: readonly [number, number];
+  /** Bounds on connecting and on each query (LISTEN, the heartbeat). @default 10 s and 3 s */
+  timeouts?: PgTimeouts;
 }
 
 /**
@@ -39,6 +42,7 @@ export class PgListener implements Listener {
   private retry: NodeJS.Timeout | undefined;
   private readonly heartbeatMs: number;
   private readonly backoffMs: readonly [number, number];
+  private readonly timeouts: PgTimeouts;
 
   constructor(
     private readonly databaseUrl: string,
@@ -47,6 +51,7 @@ export class PgListener implements Listener {
   ) {
     this.heartbeatMs = options.heartbeatMs ?? 10_000;
     this.backoffMs = options.backoffMs ?? [100, 5_000];
+    this.timeouts = options.timeouts ?? { statementTimeoutMs: 10_000, connectTimeoutMs: 3_000 };
   }
 
   async start(channels: readonly string[], handlers: ListenHandlers): Promise<void> {
@@ -56,12 +61,8 @@ export class PgListener implements Listener {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({
-      connectionString: this.databaseUrl,
-      keepAlive: true,
-      keepAliveInitialDelayMillis: 5_000,
-      connectionTimeoutMillis: 10_000,
-    });
+    // A black hole must not hold a reconnect (or a LISTEN) forever: both are bounded.
+    const client = new pg.Client(clientConfig(this.databaseUrl, this.timeouts));
     client.on('notification', (msg) => this.handlers?.notify(msg.channel, msg.payload ?? ''));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('listening connection ended')));
@@ -91,7 +92,10 @@ export class PgListener implements Listener {
       await Promise.race([
         client.query('select 1'),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error('listening connection heartbeat timed out')), this.heartbeatMs);
+          timer = setTimeout(
+            () => reject(new Error('listening connection heartbeat timed out')),
+            this.heartbeatMs,
+          );
         }),
       ]);
     } catch (err) {
@@ -153,7 +157,9 @@ export class PGliteListener implements Listener {
 
   async start(channels: readonly string[], handlers: ListenHandlers): Promise<void> {
     for (const channel of channels) {
-      this.unlisten.push(await this.pglite.listen(channel, (payload) => handlers.notify(channel, payload)));
+      this.unlisten.push(
+        await this.pglite.listen(channel, (payload) => handlers.notify(channel, payload)),
+      );
     }
   }
 

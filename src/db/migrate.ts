@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from './types.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
@@ -38,6 +38,8 @@ export async function migrate(db: Kysely<Database>, dir = MIGRATIONS_DIR): Promi
 export async function isMigrated(db: Kysely<Database>, dir = MIGRATIONS_DIR): Promise<boolean> {
   const files = (await readdir(dir)).filter((f) => /^\d+_[\w-]+\.sql$/.test(f));
   const done = await sql<{ n: number }>`
-    select count(*)::int as n from taskhandle_migrations where name = any(${files}::text[])`.execute(db);
+    select count(*)::int as n from taskhandle_migrations where name = any(${files}::text[])`.execute(
+    db,
+  );
   return done.rows[0]?.n === files.length;
 }

@@ -1,13 +1,13 @@
 import type { PGlite } from '@electric-sql/pglite';
 import {
   CompiledQuery,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
   type DatabaseConnection,
   type Dialect,
   type Driver,
   type Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
@@ -54,7 +54,10 @@ class PGliteDriver implements Driver {
     return this.connection;
   }
 
-  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+  async beginTransaction(
+    connection: DatabaseConnection,
+    settings: TransactionSettings,
+  ): Promise<void> {
     const isolation = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
     await connection.executeQuery(CompiledQuery.raw(`begin${isolation}`));
   }
@@ -84,12 +87,14 @@ class PGliteConnection implements DatabaseConnection {
       compiled.parameters.length === 0
         ? ((await this.pglite.exec(compiled.sql)).at(-1) ?? { rows: [], fields: [] })
         : await this.pglite.query<R>(compiled.sql, compiled.parameters as unknown[]);
-    const writes = result.command !== undefined && /^(INSERT|UPDATE|DELETE|MERGE)$/.test(result.command);
-    return writes ? { rows: result.rows as R[], numAffectedRows: BigInt(result.affectedRows ?? 0) } : { rows: result.rows as R[] };
+    const writes =
+      result.command !== undefined && /^(INSERT|UPDATE|DELETE|MERGE)$/.test(result.command);
+    return writes
+      ? { rows: result.rows as R[], numAffectedRows: BigInt(result.affectedRows ?? 0) }
+      : { rows: result.rows as R[] };
   }
 
-  // eslint-disable-next-line require-yield
-  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+  streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on PGlite');
   }
 }

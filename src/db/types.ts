@@ -1,4 +1,5 @@
-import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Kysely, Selectable } from 'kysely';
+import type { InputRequest, TaskFailure, TaskStatus } from '../tasks/status.js';
 
 /** A column Postgres fills by default; optional on insert. */
 type Defaulted<T> = ColumnType<T, T | undefined, T>;
@@ -8,13 +9,13 @@ export interface TasksTable {
   id: string;
   owner: string;
   kind: string;
-  status: Defaulted<string>;
+  status: Defaulted<TaskStatus>;
   status_message: string | null;
   progress: number | null;
   input: Json;
   result: Json;
-  error: Json;
-  input_request: Json;
+  error: TaskFailure | null;
+  input_request: InputRequest | null;
   answers: Defaulted<Record<string, unknown>>;
   version: Defaulted<number>;
   ttl_ms: number;
@@ -31,9 +32,51 @@ export interface TasksTable {
 }
 
 export type TaskRow = Selectable<TasksTable>;
-export type NewTaskRow = Insertable<TasksTable>;
-export type TaskRowUpdate = Updateable<TasksTable>;
+
+type NullableTimestamp = ColumnType<Date | null, Date | string | null, Date | string | null>;
+
+/** A URL a task's status changes are pushed to (DESIGN §11). */
+export interface TaskWebhooksTable {
+  id: string;
+  task_id: string;
+  url: string;
+  secret: string;
+  format: Defaulted<'standard' | 'a2a'>;
+  token: string | null;
+  auth_scheme: string | null;
+  auth_credentials: string | null;
+  after_version: number;
+  disabled_at: NullableTimestamp;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** One status change to one webhook: the outbox row, written with the change it reports. */
+export interface TaskDeliveriesTable {
+  id: string;
+  task_id: string;
+  webhook_id: string;
+  version: number;
+  status: string;
+  snapshot: Json;
+  state: Defaulted<'pending' | 'delivered' | 'failed'>;
+  attempts: Defaulted<number>;
+  next_attempt_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  worker_id: string | null;
+  lease_expires_at: NullableTimestamp;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: NullableTimestamp;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export type WebhookRow = Selectable<TaskWebhooksTable>;
+export type DeliveryRow = Selectable<TaskDeliveriesTable>;
 
 export interface Database {
   tasks: TasksTable;
+  task_webhooks: TaskWebhooksTable;
+  task_deliveries: TaskDeliveriesTable;
 }
+
+/** What a query runs on: the process's Kysely instance or a transaction on it. */
+export type Executor = Kysely<Database>;

@@ -6,9 +6,13 @@ interface Decision {
 }
 
 /** Asks a person to approve: input key `decision`, answered with `{ approved, comment? }`. */
-export const approval = defineTaskKind<{ question: string }, { approved: boolean; comment: string | null }>({
+export const approval = defineTaskKind<
+  { question: string },
+  { approved: boolean; comment: string | null }
+>({
   name: 'approval',
-  description: 'Asks the owner the `question`; completes with their decision (input key `decision`).',
+  description:
+    'Asks the owner the `question`; completes with their decision (input key `decision`).',
   inputSchema: {
     type: 'object',
     properties: { question: { type: 'string', minLength: 1, maxLength: 10_000 } },

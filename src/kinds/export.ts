@@ -1,6 +1,5 @@
-import { TASK_STATUSES, type TaskStatus } from '../tasks/status.js';
 import { defineTaskKind } from '../tasks/kinds.js';
-import { listTasks } from '../tasks/store.js';
+import { TASK_STATUSES, type TaskStatus } from '../tasks/status.js';
 
 /** Rows one export holds at most; the result says `truncated` past it. The content is stored in the task row. */
 export const EXPORT_MAX_ROWS = 10_000;
@@ -18,7 +17,10 @@ function csvCell(value: string): string {
 }
 
 /** Exports the owner's own tasks (metadata only, never payloads), newest first. */
-export const exportTasks = defineTaskKind<ExportInput, { format: string; rows: number; content: string; truncated: boolean }>({
+export const exportTasks = defineTaskKind<
+  ExportInput,
+  { format: string; rows: number; content: string; truncated: boolean }
+>({
   name: 'export',
   description: `Exports your own tasks (id, kind, status, timestamps) as CSV or NDJSON, newest first, at most ${EXPORT_MAX_ROWS} rows.`,
   inputSchema: {
@@ -34,35 +36,38 @@ export const exportTasks = defineTaskKind<ExportInput, { format: string; rows: n
     required: ['format'],
     additionalProperties: false,
   },
-  async run({ input, owner, taskId, db, signal, progress }) {
+  async run({ input, taskId, listOwnTasks, signal, progress }) {
     const statuses = input.status?.map((s) => s.toLowerCase() as TaskStatus) ?? null;
     const lines: string[] = input.format === 'csv' ? [COLUMNS.join(',')] : [];
-    let after: { createdAt: Date; id: string } | null = null;
+    let after: string | null = null;
     let rows = 0;
     let truncated = false;
     for (;;) {
       signal.throwIfAborted();
-      const page = await listTasks(db, { owner, statuses, first: PAGE, after });
-      for (const row of page.rows) {
-        if (row.id === taskId) continue; // the export does not list itself
+      const page = await listOwnTasks({ statuses, first: PAGE, after });
+      for (const task of page.tasks) {
+        if (task.id === taskId) continue; // the export does not list itself
         if (rows === EXPORT_MAX_ROWS) {
           truncated = true;
           break;
         }
         const record = {
-          id: row.id,
-          kind: row.kind,
-          status: row.status,
-          createdAt: row.created_at.toISOString(),
-          lastUpdatedAt: row.last_updated_at.toISOString(),
-          expiresAt: row.expires_at.toISOString(),
+          id: task.id,
+          kind: task.kind,
+          status: task.status,
+          createdAt: task.createdAt.toISOString(),
+          lastUpdatedAt: task.lastUpdatedAt.toISOString(),
+          expiresAt: task.expiresAt.toISOString(),
         };
-        lines.push(input.format === 'csv' ? COLUMNS.map((c) => csvCell(record[c])).join(',') : JSON.stringify(record));
+        lines.push(
+          input.format === 'csv'
+            ? COLUMNS.map((c) => csvCell(record[c])).join(',')
+            : JSON.stringify(record),
+        );
         rows++;
       }
-      const last = page.rows.at(-1);
-      if (truncated || !page.hasNextPage || !last) break;
-      after = { createdAt: last.created_at, id: last.id };
+      if (truncated || !page.hasNextPage || !page.endCursor) break;
+      after = page.endCursor;
       progress(Math.min(0.99, rows / EXPORT_MAX_ROWS), `${rows} rows`);
     }
     const content = lines.length ? `${lines.join('\n')}\n` : '';

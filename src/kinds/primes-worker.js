@@ -23,7 +23,7 @@ for (let low = 2; low <= limit; low += SEGMENT) {
   segment.fill(0);
   for (const p of basePrimes) {
     if (p * p > high) break;
-    let start = Math.max(p * p, Math.ceil(low / p) * p);
+    const start = Math.max(p * p, Math.ceil(low / p) * p);
     for (let j = start; j <= high; j += p) segment[j - low] = 1;
   }
   for (let i = 0, n = high - low; i <= n; i++) if (segment[i] === 0) count++;

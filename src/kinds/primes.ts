@@ -6,7 +6,8 @@ const WORKER = new URL('./primes-worker.js', import.meta.url);
 /** Counts primes up to `limit` in a worker thread; cancel terminates the thread at once. */
 export const primes = defineTaskKind<{ limit: number }, { limit: number; count: number }>({
   name: 'primes',
-  description: 'Counts the primes up to `limit` (2..1e9) in a worker thread, with progress; stops promptly on cancel.',
+  description:
+    'Counts the primes up to `limit` (2..1e9) in a worker thread, with progress; stops promptly on cancel.',
   inputSchema: {
     type: 'object',
     properties: { limit: { type: 'integer', minimum: 2, maximum: 1_000_000_000 } },
@@ -36,7 +37,8 @@ export const primes = defineTaskKind<{ limit: number }, { limit: number; count: 
         reject(err);
       });
       worker.on('exit', (code) => {
-        if (code !== 0 && !signal.aborted) reject(new Error(`prime counter exited with code ${code}`));
+        if (code !== 0 && !signal.aborted)
+          reject(new Error(`prime counter exited with code ${code}`));
       });
     });
   },

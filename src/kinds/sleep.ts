@@ -24,7 +24,8 @@ interface SleepInput {
 /** Waits `ms`, reporting progress in `steps`; with `fail`, fails with that message. */
 export const sleep = defineTaskKind<SleepInput, { sleptMs: number }>({
   name: 'sleep',
-  description: 'Waits `ms` milliseconds, reporting progress in `steps` (default 10); with `fail`, fails with HANDLER_ERROR and that message.',
+  description:
+    'Waits `ms` milliseconds, reporting progress in `steps` (default 10); with `fail`, fails with HANDLER_ERROR and that message.',
   inputSchema: {
     type: 'object',
     properties: {

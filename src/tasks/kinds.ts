@@ -1,7 +1,16 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/types.js';
-import { ServiceError } from './errors.js';
+import { ServiceError } from '../errors.js';
+import type { TaskPage } from './requests.js';
+import type { TaskStatus } from './status.js';
+
+export interface OwnTasksRequest {
+  /** Tasks on the page, 1..1000. @default 100 */
+  first?: number;
+  /** The `endCursor` of the page before. */
+  after?: string | null;
+  /** Only tasks in these statuses; null or empty: all. */
+  statuses?: readonly TaskStatus[] | null;
+}
 
 /** What a handler gets. */
 export interface TaskContext<Input = unknown> {
@@ -19,9 +28,16 @@ export interface TaskContext<Input = unknown> {
    * answers `key` with a value valid against `schema`. An answer already given (on an earlier
    * attempt) is returned at once.
    */
-  requestInput<T = unknown>(request: { key: string; message: string; schema?: Record<string, unknown> }): Promise<T>;
-  /** The database, for kinds that read the store (the built-in `export`). */
-  readonly db: Kysely<Database>;
+  requestInput<T = unknown>(request: {
+    key: string;
+    message: string;
+    schema?: Record<string, unknown>;
+  }): Promise<T>;
+  /**
+   * One page of the owner's own unexpired tasks, newest first (this task included): what the
+   * owner could list themselves, and nothing else of the store.
+   */
+  listOwnTasks(request: OwnTasksRequest): Promise<TaskPage>;
 }
 
 export interface TaskKindOptions<Input, Result> {
@@ -30,7 +46,7 @@ export interface TaskKindOptions<Input, Result> {
   /** JSON Schema (draft 2020-12 subset understood by Ajv) that `input` must satisfy. */
   inputSchema: Record<string, unknown>;
   /** Retention when startTask gives none. @default TASK_DEFAULT_TTL_MS */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /** What handles tell pollers while working. @default 1000 */
   pollIntervalMs?: number;
   /** A run longer than this fails with TIMEOUT; time spent waiting for input does not count. @default 900_000 */
@@ -40,13 +56,17 @@ export interface TaskKindOptions<Input, Result> {
   run(ctx: TaskContext<Input>): Promise<Result>;
 }
 
-export interface TaskKind<Input = unknown, Result = unknown> extends Required<Omit<TaskKindOptions<Input, Result>, 'ttlMs'>> {
+export interface TaskKind<Input = unknown, Result = unknown>
+  extends Required<Omit<TaskKindOptions<Input, Result>, 'ttlMs'>> {
   ttlMs: number | undefined;
 }
 
 /** Declares a kind of task; register it with the app (`createApp({ kinds })`). */
-export function defineTaskKind<Input = unknown, Result = unknown>(options: TaskKindOptions<Input, Result>): TaskKind<Input, Result> {
-  if (!/^[a-z][a-z0-9_.-]{0,63}$/.test(options.name)) throw new Error(`bad task kind name ${JSON.stringify(options.name)}`);
+export function defineTaskKind<Input = unknown, Result = unknown>(
+  options: TaskKindOptions<Input, Result>,
+): TaskKind<Input, Result> {
+  if (!/^[a-z][a-z0-9_.-]{0,63}$/.test(options.name))
+    throw new Error(`bad task kind name ${JSON.stringify(options.name)}`);
   return Object.freeze({
     pollIntervalMs: 1_000,
     timeoutMs: 900_000,
@@ -83,17 +103,25 @@ function describe(errors: ErrorObject[] | null | undefined): string {
  * Validates `value` against a JSON Schema, compiling each schema object once.
  * @throws ServiceError BAD_USER_INPUT naming what is wrong
  */
-export function validateAgainst(schema: Record<string, unknown>, value: unknown, what: string): void {
+export function validateAgainst(
+  schema: Record<string, unknown>,
+  value: unknown,
+  what: string,
+): void {
   let validate = compiled.get(schema);
   if (!validate) {
     try {
       validate = ajv.compile(schema);
     } catch (err) {
-      throw new ServiceError('BAD_USER_INPUT', `${what}: the schema itself is invalid (${(err as Error).message})`);
+      throw new ServiceError(
+        'BAD_USER_INPUT',
+        `${what}: the schema itself is invalid (${(err as Error).message})`,
+      );
     }
     compiled.set(schema, validate);
   }
-  if (!validate(value)) throw new ServiceError('BAD_USER_INPUT', `${what}: ${describe(validate.errors)}`);
+  if (!validate(value))
+    throw new ServiceError('BAD_USER_INPUT', `${what}: ${describe(validate.errors)}`);
 }
 
 export class KindRegistry {
@@ -116,7 +144,8 @@ export class KindRegistry {
   /** @throws ServiceError BAD_USER_INPUT for an unknown kind */
   require(name: string): TaskKind<any, any> {
     const kind = this.kinds.get(name);
-    if (!kind) throw new ServiceError('BAD_USER_INPUT', `Unknown task kind ${JSON.stringify(name)}.`);
+    if (!kind)
+      throw new ServiceError('BAD_USER_INPUT', `Unknown task kind ${JSON.stringify(name)}.`);
     return kind;
   }
 

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
-import { coerceError } from './errors.js';
+import { coerceError } from '../errors.js';
 
 export interface PurgeOptions {
   /** Rows per DELETE statement. @default 1000 */
@@ -15,6 +15,8 @@ export interface PurgeOptions {
   restRatio?: number;
   /** Stops between batches (a shutdown need not wait for a large backlog). */
   signal?: AbortSignal;
+  /** Called after each batch with the rows it deleted (metrics). */
+  onBatch?: (rows: number) => void;
 }
 
 /**
@@ -23,8 +25,16 @@ export interface PurgeOptions {
  * for them, until a batch comes back short.
  * @returns rows deleted
  */
-export async function purgeExpired(db: Kysely<Database>, options: number | PurgeOptions = {}): Promise<number> {
-  const { batchSize = 1_000, restRatio = 0, signal } = typeof options === 'number' ? { batchSize: options } : options;
+export async function purgeExpired(
+  db: Kysely<Database>,
+  options: number | PurgeOptions = {},
+): Promise<number> {
+  const {
+    batchSize = 1_000,
+    restRatio = 0,
+    signal,
+    onBatch,
+  } = typeof options === 'number' ? { batchSize: options } : options;
   let total = 0;
   while (!signal?.aborted) {
     const startedAt = Date.now();
@@ -41,9 +51,11 @@ export async function purgeExpired(db: Kysely<Database>, options: number | Purge
       select count(*)::int as n from gone`.execute(db);
     const n = result.rows[0]?.n ?? 0;
     total += n;
+    onBatch?.(n);
     if (n < batchSize) return total;
     // An abort ends the rest early; the loop then stops.
-    if (restRatio > 0) await sleep(restRatio * (Date.now() - startedAt), undefined, { signal }).catch(() => {});
+    if (restRatio > 0)
+      await sleep(restRatio * (Date.now() - startedAt), undefined, { signal }).catch(() => {});
   }
   return total;
 }
@@ -73,7 +85,11 @@ export class Purger {
   runOnce(): Promise<void> {
     this.running ??= (async () => {
       try {
-        const deleted = await purgeExpired(this.db, { ...PURGE_DEFAULTS, ...this.options, signal: this.stopping.signal });
+        const deleted = await purgeExpired(this.db, {
+          ...PURGE_DEFAULTS,
+          ...this.options,
+          signal: this.stopping.signal,
+        });
         if (deleted > 0) this.log.info({ deleted }, 'purged expired tasks');
       } catch (err) {
         this.log.warn({ err: coerceError(err) }, 'purge failed; retrying next interval');

@@ -1,16 +1,7 @@
 import type { TaskRow } from '../db/types.js';
-import type { TaskStatus } from './status.js';
+import type { InputRequest, TaskFailure, TaskStatus } from './status.js';
 
-export interface TaskFailure {
-  code: string;
-  message: string;
-}
-
-export interface InputRequest {
-  key: string;
-  message: string;
-  schema?: unknown;
-}
+export type { InputRequest, TaskFailure } from './status.js';
 
 /** A task as the faces see it: the handle plus its payloads. Payload visibility is the faces' job. */
 export interface Task {
@@ -40,10 +31,15 @@ const MAX_POLL_INTERVAL_MS = 60_000;
  * asked, a tenth of the time waited so far, at least five times the kind's interval and at
  * most a minute — people answer in minutes, not milliseconds.
  */
-export function pollIntervalFor(row: Pick<TaskRow, 'status' | 'poll_interval_ms' | 'last_updated_at'>, now = Date.now()): number {
+export function pollIntervalFor(
+  row: Pick<TaskRow, 'status' | 'poll_interval_ms' | 'last_updated_at'>,
+  now = Date.now(),
+): number {
   if (row.status !== 'input_required') return row.poll_interval_ms;
   const waited = now - row.last_updated_at.getTime();
-  return Math.round(Math.min(MAX_POLL_INTERVAL_MS, Math.max(row.poll_interval_ms * 5, waited / 10)));
+  return Math.round(
+    Math.min(MAX_POLL_INTERVAL_MS, Math.max(row.poll_interval_ms * 5, waited / 10)),
+  );
 }
 
 export function toTask(row: TaskRow, now = Date.now()): Task {
@@ -51,7 +47,7 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     id: row.id,
     owner: row.owner,
     kind: row.kind,
-    status: row.status as TaskStatus,
+    status: row.status,
     statusMessage: row.status_message,
     progress: row.progress,
     createdAt: row.created_at,
@@ -62,12 +58,18 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     version: row.version,
     input: row.input,
     result: row.result,
-    error: (row.error as TaskFailure | null) ?? null,
-    inputRequest: (row.input_request as InputRequest | null) ?? null,
+    error: row.error,
+    inputRequest: row.input_request,
   };
 }
 
-/** Whether `owner` (null: an admin) may see `row` now: what `findTask` would return. */
-export function visible(row: TaskRow | undefined, owner: string | null, now = Date.now()): row is TaskRow {
-  return row !== undefined && row.expires_at.getTime() > now && (owner === null || row.owner === owner);
+/** Whether `owner` (null: an admin) may see `row` now: what `findVisibleTask` would return. */
+export function visible(
+  row: TaskRow | undefined,
+  owner: string | null,
+  now = Date.now(),
+): row is TaskRow {
+  return (
+    row !== undefined && row.expires_at.getTime() > now && (owner === null || row.owner === owner)
+  );
 }

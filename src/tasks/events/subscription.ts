@@ -1,8 +1,8 @@
-import type { TaskRow } from '../db/types.js';
-import { notFound } from './errors.js';
-import type { TaskEvents } from './events.js';
-import { isTerminal, type TaskStatus } from './status.js';
-import { toTask, visible, type Task } from './task.js';
+import type { TaskRow } from '../../db/types.js';
+import { notFound } from '../../errors.js';
+import { isTerminal } from '../status.js';
+import { type Task, toTask, visible } from '../task.js';
+import type { TaskEvents } from './hub.js';
 
 /**
  * One Task per row read: every local subscriber of a task gets the same object for the same
@@ -13,7 +13,10 @@ const converted = new WeakMap<TaskRow, { task: Task; at: number }>();
 function taskOf(row: TaskRow): Task {
   const now = Date.now();
   let entry = converted.get(row);
-  if (!entry || now - entry.at > 1_000) converted.set(row, (entry = { task: toTask(row, now), at: now }));
+  if (!entry || now - entry.at > 1_000) {
+    entry = { task: toTask(row, now), at: now };
+    converted.set(row, entry);
+  }
   return entry.task;
 }
 
@@ -80,7 +83,7 @@ export async function subscribeToTask(
         return { done: true, value: undefined };
       }
       lastVersion = row.version;
-      if (isTerminal(row.status as TaskStatus)) end();
+      if (isTerminal(row.status)) end();
       return { done: false, value: taskOf(row) };
     },
     async return(): Promise<IteratorResult<Task>> {

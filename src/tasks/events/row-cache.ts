@@ -1,5 +1,5 @@
-import type { TaskRow } from '../db/types.js';
-import { isTerminal, type TaskStatus } from './status.js';
+import type { TaskRow } from '../../db/types.js';
+import { isTerminal } from '../status.js';
 
 export interface RowCacheOptions {
   /** Rows kept at most. @default 10_000 */
@@ -32,7 +32,14 @@ interface Flight {
  */
 export class RowCache {
   private readonly rows = new Map<string, TaskRow>();
+  /** The read of each task that later readers may join. */
   private readonly flights = new Map<string, Flight>();
+  /**
+   * Every read still in flight, joinable or not: an announcement must reach a read that
+   * readers may no longer join too, or it would land and be kept though a newer version was
+   * announced while it was out.
+   */
+  private readonly reading = new Map<string, Set<Flight>>();
   private readonly maxRows: number;
   private readonly maxRowBytes: number;
   /** Bumped whenever the listening connection goes down or comes back. */
@@ -62,16 +69,18 @@ export class RowCache {
     const epoch = this.epoch;
     const flight: Flight = { promise: this.readRow(id), announced: 0 };
     this.flights.set(id, flight);
+    const all = this.reading.get(id) ?? new Set<Flight>();
+    this.reading.set(id, all);
+    all.add(flight);
     const land = () => {
       if (this.flights.get(id) === flight) this.flights.delete(id);
+      all.delete(flight);
+      if (all.size === 0 && this.reading.get(id) === all) this.reading.delete(id);
     };
-    flight.promise.then(
-      (row) => {
-        land();
-        if (row && row.version >= flight.announced && epoch === this.epoch) this.keep(row);
-      },
-      land,
-    );
+    flight.promise.then((row) => {
+      land();
+      if (row && row.version >= flight.announced && epoch === this.epoch) this.keep(row);
+    }, land);
     return flight.promise;
   }
 
@@ -79,12 +88,10 @@ export class RowCache {
   changed(id: string, version: number): void {
     const cached = this.rows.get(id);
     if (cached && cached.version < version) this.rows.delete(id);
-    const flight = this.flights.get(id);
-    if (flight) {
-      // Readers from now on must not join a read that may have begun before this change.
+    for (const flight of this.reading.get(id) ?? [])
       flight.announced = Math.max(flight.announced, version);
-      this.flights.delete(id);
-    }
+    // Readers from now on must not join a read that may have begun before this change.
+    this.flights.delete(id);
   }
 
   /** The listening connection is up (again): rows not final may be kept from now on. */
@@ -98,7 +105,7 @@ export class RowCache {
     this.epoch++;
     this.live = false;
     for (const [id, row] of this.rows) if (!final(row)) this.rows.delete(id);
-    for (const flight of this.flights.values()) flight.announced = Infinity;
+    for (const all of this.reading.values()) for (const flight of all) flight.announced = Infinity;
     this.flights.clear();
   }
 
@@ -121,7 +128,7 @@ export class RowCache {
 }
 
 function final(row: TaskRow): boolean {
-  return isTerminal(row.status as TaskStatus);
+  return isTerminal(row.status);
 }
 
 function payloadBytes(row: TaskRow): number {

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from '../db/types.js';
-import { coerceError } from './errors.js';
-import type { TaskContext } from './kinds.js';
-import { reportProgress, type Lease } from './lease-queries.js';
+import type { Database } from '../../db/types.js';
+import { coerceError } from '../../errors.js';
+import type { TaskContext } from '../kinds.js';
+import { type Lease, reportProgress } from '../sql/leases.js';
 
 export interface ProgressWriterOptions {
   db: Kysely<Database>;
@@ -22,7 +22,14 @@ export interface ProgressWriterOptions {
  * in flight and one per `throttleMs`; reports that arrive meanwhile replace each other, so the
  * latest wins. A failed write is logged, not thrown: progress is advisory.
  */
-export function progressWriter({ db, log, taskId, lease, signal, throttleMs }: ProgressWriterOptions): TaskContext['progress'] {
+export function progressWriter({
+  db,
+  log,
+  taskId,
+  lease,
+  signal,
+  throttleMs,
+}: ProgressWriterOptions): TaskContext['progress'] {
   let pending: { fraction: number | null; message: string | null } | null = null;
   let writing = false;
   let lastWrite = 0;

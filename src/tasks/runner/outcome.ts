@@ -1,21 +1,49 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from '../db/types.js';
+import type { Database } from '../../db/types.js';
+import { coerceError } from '../../errors.js';
+import { completeTask, failTask, type Lease } from '../sql/leases.js';
+import type { TaskFailure } from '../status.js';
 import { CompletionWriter } from './completions.js';
-import { coerceError } from './errors.js';
-import { completeTask, failTask, type Lease } from './lease-queries.js';
-import type { TaskFailure } from './task.js';
 
 const CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 
-/** What a thrown error means for the task: its own upper-case `code`, or HANDLER_ERROR. */
+/**
+ * What a thrown error means for the task: its own upper-case `code`, or HANDLER_ERROR. Never
+ * throws: a `code` or `message` that cannot be read counts as none.
+ */
 export function failureOf(err: Error): TaskFailure {
-  const code = (err as { code?: unknown }).code;
+  const code = read(() => (err as { code?: unknown }).code);
+  const message = read(() => err.message);
   return {
     code: typeof code === 'string' && CODE.test(code) ? code : 'HANDLER_ERROR',
-    message: sanitize(err.message || 'The task failed.').slice(0, 2_000),
+    message: sanitize(typeof message === 'string' && message ? message : 'The task failed.').slice(
+      0,
+      2_000,
+    ),
   };
+}
+
+/** A property read that may throw (a hostile getter): `undefined` then. */
+function read(get: () => unknown): unknown {
+  try {
+    return get();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Logs how a handler failed. A logger walks the error's properties and causes; one that
+ * throws while doing so (a hostile getter) gets the failure without the error instead.
+ */
+export function logFailure(log: Logger, err: Error, failure: TaskFailure): void {
+  try {
+    log.info({ err, code: failure.code }, 'handler failed');
+  } catch {
+    log.info({ code: failure.code, message: failure.message }, 'handler failed');
+  }
 }
 
 /** Text Postgres can store: no U+0000. */
@@ -63,8 +91,11 @@ export class OutcomeRecorder {
       await this.retry(() => completeTask(this.db, id, lease, result), log);
     } catch (thrown) {
       const err = coerceError(thrown);
-      const failure: TaskFailure = { code: 'HANDLER_ERROR', message: sanitize(`The task's result could not be stored: ${err.message}`) };
-      log.info({ err, code: failure.code }, 'handler failed');
+      const failure: TaskFailure = {
+        code: 'HANDLER_ERROR',
+        message: sanitize(`The task's result could not be stored: ${err.message}`),
+      };
+      logFailure(log, err, failure);
       await this.fail(id, lease, failure, log);
     }
   }
@@ -89,7 +120,10 @@ export class OutcomeRecorder {
       } catch (err) {
         if (isPermanent(err)) throw err;
         if (Date.now() + delay > until) {
-          log.error({ err: coerceError(err) }, 'could not record the outcome; the task will be re-run');
+          log.error(
+            { err: coerceError(err) },
+            'could not record the outcome; the task will be re-run',
+          );
           return;
         }
         log.warn({ err: coerceError(err) }, 'recording the outcome failed; retrying');

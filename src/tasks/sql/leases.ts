@@ -1,13 +1,12 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
-import type { Database, TaskRow } from '../db/types.js';
-import { changedRow, json, notifyChanged, notifyReady } from './sql.js';
-import type { InputRequest, TaskFailure } from './task.js';
+import { type RawBuilder, sql } from 'kysely';
+import type { Executor, TaskRow } from '../../db/types.js';
+import type { InputRequest, TaskFailure, TaskStatus } from '../status.js';
+import { json, notifyChanged, notifyReady, withoutNotifyColumns } from './common.js';
 
 /**
  * The worker's queries. A claim is a lease: (worker_id, attempt) is its fencing token, and
  * every write below matches it, so a worker that lost its lease changes nothing.
  */
-type Db = Kysely<Database>;
 
 export interface Lease {
   workerId: string;
@@ -23,7 +22,13 @@ export interface Lease {
  * transaction only): a claim lost in a Postgres crash just leaves the task claimable again,
  * which at-least-once execution allows, and the worker starts one disk flush sooner.
  */
-export async function claimTasks(db: Db, workerId: string, kinds: readonly string[], limit: number, leaseMs: number): Promise<TaskRow[]> {
+export async function claimTasks(
+  db: Executor,
+  workerId: string,
+  kinds: readonly string[],
+  limit: number,
+  leaseMs: number,
+): Promise<TaskRow[]> {
   const result = await sql<TaskRow>`
     update tasks t
     set worker_id = ${workerId}, lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond',
@@ -45,12 +50,15 @@ export async function claimTasks(db: Db, workerId: string, kinds: readonly strin
  * Fails tasks whose lease lapsed after their last allowed attempt (WORKER_LOST). Unleased
  * tasks waiting for a person are left alone: nobody is running them.
  */
-export async function failLostTasks(db: Db, limit = 100): Promise<TaskRow[]> {
-  const error: TaskFailure = { code: 'WORKER_LOST', message: 'The task was claimed the maximum number of times and its worker was lost each time.' };
+export async function failLostTasks(db: Executor, limit = 100): Promise<TaskRow[]> {
+  const failure: TaskFailure = {
+    code: 'WORKER_LOST',
+    message: 'The task was claimed the maximum number of times and its worker was lost each time.',
+  };
   const result = await sql<TaskRow>`
     with t as (
       update tasks t
-      set status = 'failed', error = ${json(error)}, version = t.version + 1, last_updated_at = now(),
+      set status = 'failed', error = ${json(failure)}, version = t.version + 1, last_updated_at = now(),
           worker_id = null, lease_expires_at = null, input_request = null
       from (
         select id from tasks
@@ -62,7 +70,7 @@ export async function failLostTasks(db: Db, limit = 100): Promise<TaskRow[]> {
       returning t.*
     )
     select t.*, ${notifyChanged} as notified from t`.execute(db);
-  return result.rows.map((row) => changedRow(row)!);
+  return result.rows.map((row) => withoutNotifyColumns(row)!);
 }
 
 /**
@@ -70,9 +78,14 @@ export async function failLostTasks(db: Db, limit = 100): Promise<TaskRow[]> {
  * @returns id → status of the tasks still held (any other was lost, cancelled or finished);
  *   the status lets the runner notice an answer whose notification it missed
  */
-export async function renewLeases(db: Db, workerId: string, leases: ReadonlyArray<{ id: string; attempt: number }>, leaseMs: number): Promise<Map<string, string>> {
+export async function renewLeases(
+  db: Executor,
+  workerId: string,
+  leases: ReadonlyArray<{ id: string; attempt: number }>,
+  leaseMs: number,
+): Promise<Map<string, TaskStatus>> {
   if (leases.length === 0) return new Map();
-  const result = await sql<{ id: string; status: string }>`
+  const result = await sql<{ id: string; status: TaskStatus }>`
     update tasks t set lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
     from unnest(${leases.map((l) => l.id)}::uuid[], ${leases.map((l) => l.attempt)}::int[]) as h(id, attempt)
     where t.id = h.id and t.attempt = h.attempt and t.worker_id = ${workerId}
@@ -81,7 +94,14 @@ export async function renewLeases(db: Db, workerId: string, leases: ReadonlyArra
   return new Map(result.rows.map((r) => [r.id, r.status]));
 }
 
-async function fencedChange(db: Db, id: string, lease: Lease, from: string, set: RawBuilder<unknown>, wake = false): Promise<TaskRow | undefined> {
+async function fencedChange(
+  db: Executor,
+  id: string,
+  lease: Lease,
+  from: string,
+  set: RawBuilder<unknown>,
+  wake = false,
+): Promise<TaskRow | undefined> {
   const result = await sql<TaskRow>`
     with t as (
       update tasks set ${set}, version = version + 1, last_updated_at = now()
@@ -89,26 +109,52 @@ async function fencedChange(db: Db, id: string, lease: Lease, from: string, set:
         and status = ${from} and expires_at > now()
       returning *
     )
-    select t.*, ${notifyChanged} as notified${wake ? sql`, ${notifyReady} as ready` : sql.raw('')} from t`.execute(db);
-  return changedRow(result.rows[0]);
+    select t.*, ${notifyChanged} as notified${wake ? sql`, ${notifyReady} as ready` : sql.raw('')} from t`.execute(
+    db,
+  );
+  return withoutNotifyColumns(result.rows[0]);
 }
 
-export function reportProgress(db: Db, id: string, lease: Lease, progress: number | null, message: string | null) {
-  return fencedChange(db, id, lease, 'working', sql`progress = coalesce(${progress}::float8, progress), status_message = ${message}`);
-}
-
-export function completeTask(db: Db, id: string, lease: Lease, result: unknown) {
+export function reportProgress(
+  db: Executor,
+  id: string,
+  lease: Lease,
+  progress: number | null,
+  message: string | null,
+) {
   return fencedChange(
-    db, id, lease, 'working',
+    db,
+    id,
+    lease,
+    'working',
+    sql`progress = coalesce(${progress}::float8, progress), status_message = ${message}`,
+  );
+}
+
+export function completeTask(db: Executor, id: string, lease: Lease, result: unknown) {
+  return fencedChange(
+    db,
+    id,
+    lease,
+    'working',
     sql`status = 'completed', result = ${json(result ?? null)}, progress = 1, status_message = null, worker_id = null, lease_expires_at = null`,
   );
 }
 
 /** Fails the task; `from` is the status it must be in (a timeout may strike while it waits). */
-export function failTask(db: Db, id: string, lease: Lease, error: TaskFailure, from: 'working' | 'input_required' = 'working') {
+export function failTask(
+  db: Executor,
+  id: string,
+  lease: Lease,
+  failure: TaskFailure,
+  from: 'working' | 'input_required' = 'working',
+) {
   return fencedChange(
-    db, id, lease, from,
-    sql`status = 'failed', error = ${json(error)}, input_request = null, worker_id = null, lease_expires_at = null`,
+    db,
+    id,
+    lease,
+    from,
+    sql`status = 'failed', error = ${json(failure)}, input_request = null, worker_id = null, lease_expires_at = null`,
   );
 }
 
@@ -116,15 +162,25 @@ export function failTask(db: Db, id: string, lease: Lease, error: TaskFailure, f
  * The request's message stays in `input_request` (owner only): `status_message` is metadata an
  * admin reads, so it gets a fixed text, never the question.
  */
-export function requestInput(db: Db, id: string, lease: Lease, request: InputRequest) {
-  return fencedChange(db, id, lease, 'working', sql`status = 'input_required', input_request = ${json(request)}, status_message = 'Waiting for input.'`);
+export function markInputRequired(db: Executor, id: string, lease: Lease, request: InputRequest) {
+  return fencedChange(
+    db,
+    id,
+    lease,
+    'working',
+    sql`status = 'input_required', input_request = ${json(request)}, status_message = 'Waiting for input.'`,
+  );
 }
 
 /**
  * Gives tasks back without counting the attempt (a graceful stop), so another worker claims
  * them at once. Waiting tasks stay INPUT_REQUIRED, unleased.
  */
-export async function releaseLeases(db: Db, workerId: string, leases: ReadonlyArray<{ id: string; attempt: number }>): Promise<number> {
+export async function releaseLeases(
+  db: Executor,
+  workerId: string,
+  leases: ReadonlyArray<{ id: string; attempt: number }>,
+): Promise<number> {
   if (leases.length === 0) return 0;
   const result = await sql<{ id: string }>`
     with t as (

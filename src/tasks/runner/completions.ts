@@ -1,7 +1,7 @@
-import { sql, type Kysely } from 'kysely';
-import type { Database, TaskRow } from '../db/types.js';
-import type { Lease } from './lease-queries.js';
-import { changedRow, notifyChanged } from './sql.js';
+import { type Kysely, sql } from 'kysely';
+import type { Database, TaskRow } from '../../db/types.js';
+import { jsonText, notifyChanged, withoutNotifyColumns } from '../sql/common.js';
+import type { Lease } from '../sql/leases.js';
 
 /** Most completions written by one statement. */
 const MAX_BATCH = 64;
@@ -9,7 +9,7 @@ const MAX_BATCH = 64;
 interface Pending {
   id: string;
   lease: Lease;
-  result: string;
+  result: string | null;
   resolve(row: TaskRow | undefined): void;
   reject(err: unknown): void;
 }
@@ -20,7 +20,10 @@ interface Pending {
  * that notifies holds Postgres's notify lock until its commit is flushed, so notifying
  * commits never group: one per task caps a worker at one completion per WAL flush.
  */
-export async function completeTasks(db: Kysely<Database>, tasks: ReadonlyArray<{ id: string; lease: Lease; result: string }>): Promise<TaskRow[]> {
+async function completeTasks(
+  db: Kysely<Database>,
+  tasks: ReadonlyArray<{ id: string; lease: Lease; result: string | null }>,
+): Promise<TaskRow[]> {
   const result = await sql<TaskRow>`
     with t as (
       update tasks t set status = 'completed', result = c.result, progress = 1, status_message = null,
@@ -32,7 +35,7 @@ export async function completeTasks(db: Kysely<Database>, tasks: ReadonlyArray<{
       returning t.*
     )
     select t.*, ${notifyChanged} as notified from t`.execute(db);
-  return result.rows.map((row) => changedRow(row)!);
+  return result.rows.map((row) => withoutNotifyColumns(row)!);
 }
 
 /**
@@ -46,10 +49,13 @@ export class CompletionWriter {
 
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** @returns the completed row; `undefined` when the lease no longer holds (nothing changed) */
+  /**
+   * @returns the completed row; `undefined` when the lease no longer holds (nothing changed)
+   * @throws TypeError (as a rejection) for a result JSON cannot express; nothing is written
+   */
   complete(id: string, lease: Lease, result: unknown): Promise<TaskRow | undefined> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ id, lease, result: JSON.stringify(result ?? null), resolve, reject });
+      this.queue.push({ id, lease, result: jsonText(result ?? null), resolve, reject });
       if (this.writing) return;
       // Wait out this turn of the event loop: tasks that finish on the same I/O event (a batch
       // claimed together, quick handlers) go out in one statement, not one alone and the rest after.

@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
-import type { Listener } from '../db/listen.js';
-import type { TaskRow } from '../db/types.js';
-import { coerceError } from './errors.js';
+import type { Listener } from '../../db/listen.js';
+import type { TaskRow } from '../../db/types.js';
+import { coerceError } from '../../errors.js';
+import { DELIVERY_CHANNEL } from '../../webhooks/store.js';
+import { READY_CHANNEL, TASK_CHANNEL } from '../sql/common.js';
 import { RowCache, type RowCacheOptions } from './row-cache.js';
-import { READY_CHANNEL, TASK_CHANNEL } from './sql.js';
 
 /** Called with the task's row as re-read after a change, or `undefined` once the row is gone. */
 export type RowWatcher = (row: TaskRow | undefined) => void;
@@ -35,6 +36,8 @@ export class TaskEvents {
   private readonly watched = new Map<string, Watched>();
   private readonly readyHandlers = new Set<(kind: string) => void>();
   private readonly reconnectHandlers = new Set<() => void>();
+  private readonly changeHandlers = new Set<(id: string, version: number) => void>();
+  private readonly deliveryHandlers = new Set<() => void>();
   private readonly rows: RowCache;
 
   constructor(
@@ -47,9 +50,11 @@ export class TaskEvents {
   }
 
   async start(): Promise<void> {
-    await this.listener.start([TASK_CHANNEL, READY_CHANNEL], {
+    await this.listener.start([TASK_CHANNEL, READY_CHANNEL, DELIVERY_CHANNEL], {
       notify: (channel, payload) => {
         if (channel === TASK_CHANNEL) this.changed(payload);
+        else if (channel === DELIVERY_CHANNEL)
+          for (const handler of this.deliveryHandlers) handler();
         else for (const handler of this.readyHandlers) handler(payload);
       },
       disconnected: () => this.rows.disconnected(),
@@ -84,7 +89,7 @@ export class TaskEvents {
     this.rows.changed(id, version);
   }
 
-  /** Cache counters, for tests and the benchmark. */
+  /** Running totals of the row cache, for metrics (`/metrics`) and the benchmark. */
   get cacheStats(): { hits: number; misses: number; size: number } {
     return { hits: this.rows.hits, misses: this.rows.misses, size: this.rows.size };
   }
@@ -95,10 +100,25 @@ export class TaskEvents {
     return () => this.readyHandlers.delete(handler);
   }
 
+  /** Runs `handler` whenever webhook deliveries may have become due (DESIGN §11). */
+  onDeliveryDue(handler: () => void): () => void {
+    this.deliveryHandlers.add(handler);
+    return () => this.deliveryHandlers.delete(handler);
+  }
+
   /** Runs `handler` after the listening connection came back (notifications may be lost). */
   onReconnect(handler: () => void): () => void {
     this.reconnectHandlers.add(handler);
     return () => this.reconnectHandlers.delete(handler);
+  }
+
+  /**
+   * Runs `handler` with `id` and `version` of every task change announced, whoever owns the
+   * task (the owner-level subscriptions filter by reading the row through `read`).
+   */
+  onChange(handler: (id: string, version: number) => void): () => void {
+    this.changeHandlers.add(handler);
+    return () => this.changeHandlers.delete(handler);
   }
 
   /**
@@ -109,7 +129,14 @@ export class TaskEvents {
   watch(id: string, watcher: RowWatcher): () => void {
     let entry = this.watched.get(id);
     if (!entry) {
-      entry = { watchers: new Set(), announced: 0, delivered: 0, reading: false, again: false, forced: false };
+      entry = {
+        watchers: new Set(),
+        announced: 0,
+        delivered: 0,
+        reading: false,
+        again: false,
+        forced: false,
+      };
       this.watched.set(id, entry);
     }
     entry.watchers.add(watcher);
@@ -121,7 +148,7 @@ export class TaskEvents {
     };
   }
 
-  /** Number of tasks watched in this process (for tests and metrics). */
+  /** Number of tasks watched in this process, for metrics (`/metrics`). */
   get watchedCount(): number {
     return this.watched.size;
   }
@@ -131,6 +158,7 @@ export class TaskEvents {
     const id = payload.slice(0, colon);
     const version = Number(payload.slice(colon + 1));
     this.rows.changed(id, version);
+    for (const handler of this.changeHandlers) handler(id, version);
     const entry = this.watched.get(id);
     if (!entry || version <= entry.delivered) return;
     entry.announced = Math.max(entry.announced, version);
@@ -160,12 +188,20 @@ export class TaskEvents {
             }
           }
         }
-        if (entry.again && (entry.forced || entry.announced > entry.delivered) && this.watched.get(id) === entry) this.refresh(id);
+        if (
+          entry.again &&
+          (entry.forced || entry.announced > entry.delivered) &&
+          this.watched.get(id) === entry
+        )
+          this.refresh(id);
       },
       (err: unknown) => {
         entry.reading = false;
         entry.forced = true;
-        this.log.warn({ err: coerceError(err), taskId: id }, 'could not re-read a changed task; retrying');
+        this.log.warn(
+          { err: coerceError(err), taskId: id },
+          'could not re-read a changed task; retrying',
+        );
         setTimeout(() => this.refresh(id), 200).unref();
       },
     );

@@ -1,0 +1,87 @@
+import type { PostgresPool, PostgresPoolClient } from 'kysely';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { faultClassifier } from './faults.js';
+
+export interface PgTimeouts {
+  /** Server-side `statement_timeout`, and the client-side wait for any one answer. */
+  statementTimeoutMs: number;
+  /** Opening a connection, or waiting for a free one in the pool. */
+  connectTimeoutMs: number;
+}
+
+/**
+ * Settings shared by every connection this process opens: bounded waits (a black-holed
+ * server never answers, so the client must stop waiting on its own) and TCP keepalive (an
+ * idle connection to a vanished server is noticed instead of looking healthy).
+ */
+export function clientConfig(databaseUrl: string, timeouts: PgTimeouts): pg.ClientConfig {
+  return {
+    connectionString: databaseUrl,
+    statement_timeout: timeouts.statementTimeoutMs,
+    query_timeout: timeouts.statementTimeoutMs,
+    connectionTimeoutMillis: timeouts.connectTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 5_000,
+  };
+}
+
+/**
+ * A pg pool for kysely that no database fault can crash the process through, and whose
+ * connection faults reach callers as `DatabaseUnavailable`:
+ *
+ * - every client gets its own 'error' listener when it is created, so a connection that dies
+ *   while checked out (reset, crashed server) is logged, not an unhandled 'error' event; pg
+ *   fails its query, and the pool drops it on release;
+ * - a query that timed out on the client side leaves pg waiting for an answer on that
+ *   connection (the next query would queue behind it), so the connection is ended instead;
+ * - connection faults are classified at this one place, for every face.
+ */
+export function guardedPool(
+  databaseUrl: string,
+  options: PgTimeouts & { max: number; log: Logger },
+): { pool: PostgresPool; raw: pg.Pool } {
+  const { log } = options;
+  const classify = faultClassifier(log);
+  const raw = new pg.Pool({ ...clientConfig(databaseUrl, options), max: options.max });
+  // pg-pool's own listener covers idle clients only; it is removed while one is checked out.
+  raw.on('connect', (client) => {
+    client.on('error', (err) => log.warn({ err }, 'database connection lost'));
+  });
+  // An idle client whose server went away: the pool has already dropped it.
+  raw.on('error', (err) => log.warn({ err }, 'idle database connection lost'));
+
+  const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const wrap = (client: pg.PoolClient): PostgresPoolClient => {
+    let guarded = wrapped.get(client);
+    if (guarded) return guarded;
+    guarded = {
+      query: (async (sql: string, parameters: readonly unknown[]) => {
+        try {
+          return await client.query(sql, parameters as unknown[]);
+        } catch (err) {
+          if (err instanceof Error && err.message === 'Query read timeout')
+            void client.end().catch(() => {});
+          throw classify(err);
+        }
+      }) as unknown as PostgresPoolClient['query'],
+      release: (destroy) => client.release(destroy),
+    };
+    wrapped.set(client, guarded);
+    return guarded;
+  };
+
+  return {
+    raw,
+    pool: {
+      async connect() {
+        try {
+          return wrap(await raw.connect());
+        } catch (err) {
+          throw classify(err);
+        }
+      },
+      end: () => raw.end(),
+    },
+  };
+}

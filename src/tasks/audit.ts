@@ -1,0 +1,53 @@
+import type { Logger } from 'pino';
+import { ServiceError } from '../errors.js';
+import { isTaskId } from './validation.js';
+
+/**
+ * The audit trail: one line per task operation, whether it succeeded, failed with a code, or
+ * was refused by a face before reaching the service.
+ */
+export class AuditLog {
+  constructor(private readonly log: Logger) {}
+
+  /** The one audit line of a task operation; `principal` is null without a valid token. */
+  line(principal: string | null, operation: string, taskId: string | null, outcome: string): void {
+    this.log.info({ audit: true, principal, operation, taskId, outcome }, 'task operation');
+  }
+
+  /** An operation refused before the service: `taskId` is kept only when it has the shape of one. */
+  refused(
+    principal: string | null,
+    operation: string,
+    taskId: string | null,
+    outcome: 'UNAUTHENTICATED' | 'FORBIDDEN',
+  ): void {
+    this.line(
+      principal,
+      operation,
+      taskId !== null && isTaskId(taskId) ? taskId.toLowerCase() : null,
+      outcome,
+    );
+  }
+
+  /**
+   * Runs `run` and writes its line: `describe` names the task (when the request did not) and
+   * the outcome; a failure is written as its code, or `error` when it has none.
+   */
+  async around<T>(
+    principal: string,
+    operation: string,
+    taskId: string | null,
+    run: () => Promise<T>,
+    describe: (value: T) => [string | null, string],
+  ): Promise<T> {
+    try {
+      const value = await run();
+      const [id, outcome] = describe(value);
+      this.line(principal, operation, id ?? taskId, outcome);
+      return value;
+    } catch (err) {
+      this.line(principal, operation, taskId, err instanceof ServiceError ? err.code : 'error');
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,54 @@
+import type { Actor } from './service.js';
+import { isTerminal } from './status.js';
+import type { Task } from './task.js';
+import { mayReadPayloads } from './visibility.js';
+
+/**
+ * The task handle as clients of the MCP Tasks extension expect it (DESIGN §6), the shape the
+ * REST face answers and webhooks send.
+ */
+export interface TaskHandle {
+  resultType: 'task';
+  taskId: string;
+  status: Task['status'];
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttlMs: number;
+  pollIntervalMs: number;
+}
+
+/** A status monitor's view: the handle plus what `viewer` may see of the outcome. */
+export interface TaskReport extends TaskHandle {
+  statusMessage?: string;
+  result?: unknown;
+  error?: Task['error'];
+  inputRequest?: Task['inputRequest'];
+}
+
+export function handleOf(task: Task): TaskHandle {
+  return {
+    resultType: 'task',
+    taskId: task.id,
+    status: task.status,
+    createdAt: task.createdAt.toISOString(),
+    lastUpdatedAt: task.lastUpdatedAt.toISOString(),
+    ttlMs: task.ttlMs,
+    pollIntervalMs: task.pollIntervalMs,
+  };
+}
+
+/** The handle with the status message, the error, and — for the owner only — result and question. */
+export function reportOf(task: Task, viewer: Actor | null): TaskReport {
+  const report: TaskReport = handleOf(task);
+  const owner = mayReadPayloads(task, viewer);
+  if (task.statusMessage !== null) report.statusMessage = task.statusMessage;
+  if (owner && task.status === 'completed') report.result = task.result ?? null;
+  if (task.error) report.error = task.error;
+  if (owner && task.inputRequest) report.inputRequest = task.inputRequest;
+  return report;
+}
+
+/** How long a poller should wait, in whole seconds, for `Retry-After`; undefined once terminal. */
+export function retryAfterSeconds(task: Task): number | undefined {
+  return isTerminal(task.status) ? undefined : Math.max(1, Math.ceil(task.pollIntervalMs / 1000));
+}

@@ -1,0 +1,189 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database, TaskRow } from '../../db/types.js';
+import { coerceError } from '../../errors.js';
+import type { TaskEvents } from '../events/hub.js';
+import type { KindRegistry } from '../kinds.js';
+import type { TaskObserver } from '../observer.js';
+import { claimTasks, failLostTasks, releaseLeases } from '../sql/leases.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { OutcomeRecorder } from './outcome.js';
+import { RunningTask, type RunningTaskOptions } from './running-task.js';
+
+export { type AbortCause, TaskAbortedError } from './running-task.js';
+
+export interface RunnerOptions {
+  db: Kysely<Database>;
+  events: TaskEvents;
+  kinds: KindRegistry;
+  log: Logger;
+  workerId: string;
+  /** Handlers running at once; tasks waiting for input do not count. */
+  concurrency: number;
+  leaseMs: number;
+  /** Claim pass that runs even when no NOTIFY arrives. @default min(2000, leaseMs / 3) */
+  backstopMs?: number;
+  /** Least time between two progress writes of one task. @default 100 */
+  progressThrottleMs?: number;
+  /** Told of claims, runs and lost leases (metrics). */
+  observer?: TaskObserver;
+}
+
+/**
+ * Runs tasks in this process: woken by NOTIFY (and a backstop poll), claims with
+ * `FOR UPDATE SKIP LOCKED` under a lease the LeaseKeeper renews, and runs each claimed task as
+ * a RunningTask, whose writes are fenced by the lease.
+ */
+export class Runner {
+  /** Every task this process holds, running or waiting for input, by id. */
+  private readonly tasks = new Map<string, RunningTask>();
+  private claiming: Promise<void> | undefined;
+  private claimAgain = false;
+  private stopping = false;
+  private backstopTimer: NodeJS.Timeout | undefined;
+  private unsubscribe: Array<() => void> = [];
+  private readonly kindNames: string[];
+  private readonly leases: LeaseKeeper;
+  private readonly taskOptions: RunningTaskOptions;
+
+  constructor(private readonly options: RunnerOptions) {
+    const { db, events, log, workerId, leaseMs } = options;
+    this.kindNames = options.kinds.names();
+    this.leases = new LeaseKeeper({ db, log, workerId, leaseMs, held: () => this.tasks.values() });
+    this.taskOptions = {
+      db,
+      events,
+      log,
+      leaseMs,
+      progressThrottleMs: options.progressThrottleMs ?? 100,
+      outcomes: new OutcomeRecorder(db, leaseMs),
+      observer: options.observer,
+      waiting: () => this.wake(),
+      ended: (task) => {
+        if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
+        this.wake();
+      },
+    };
+  }
+
+  start(): void {
+    const { events, leaseMs } = this.options;
+    this.unsubscribe.push(events.onReady((kind) => this.kindNames.includes(kind) && this.wake()));
+    this.unsubscribe.push(events.onReconnect(() => this.wake()));
+    const backstopMs = this.options.backstopMs ?? Math.min(2_000, Math.max(50, leaseMs / 3));
+    this.backstopTimer = setInterval(() => this.backstop(), backstopMs);
+    this.leases.start();
+    this.wake();
+  }
+
+  /** Tasks this process holds, running or waiting for input. */
+  get held(): number {
+    return this.tasks.size;
+  }
+
+  /** True while this process runs (or holds, waiting for input) task `id`. */
+  holds(id: string): boolean {
+    return this.tasks.has(id);
+  }
+
+  /** Handlers running now: the held tasks that are not waiting for input. */
+  private get active(): number {
+    let active = 0;
+    for (const task of this.tasks.values()) if (!task.waiting) active++;
+    return active;
+  }
+
+  /** Starts a claim pass now (or right after the one in progress). */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    this.claiming = this.claimLoop().finally(() => {
+      this.claiming = undefined;
+      if (this.claimAgain) {
+        this.claimAgain = false;
+        this.wake();
+      }
+    });
+  }
+
+  private async claimLoop(): Promise<void> {
+    const { db, workerId, concurrency, leaseMs, log } = this.options;
+    // Let this turn of the event loop finish first: slots freed together are claimed together.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    for (let free = concurrency - this.active; !this.stopping && free > 0; ) {
+      let rows: TaskRow[];
+      const claimedAt = Date.now();
+      try {
+        rows = await claimTasks(db, workerId, this.kindNames, free, leaseMs);
+      } catch (err) {
+        log.warn({ err: coerceError(err) }, 'claiming tasks failed; the backstop will retry');
+        return;
+      }
+      if (this.stopping) {
+        await releaseLeases(
+          db,
+          workerId,
+          rows.map((r) => ({ id: r.id, attempt: r.attempt })),
+        ).catch(() => 0);
+        return;
+      }
+      this.options.observer?.claimed(rows, (Date.now() - claimedAt) / 1000);
+      for (const row of rows) this.run(row, claimedAt);
+      if (rows.length === 0) return;
+      free = concurrency - this.active;
+    }
+  }
+
+  private backstop(): void {
+    void failLostTasks(this.options.db).catch((err: unknown) =>
+      this.options.log.warn({ err: coerceError(err) }, 'failing lost tasks failed'),
+    );
+    this.wake();
+  }
+
+  private run(row: TaskRow, claimedAt: number): void {
+    const kind = this.options.kinds.require(row.kind);
+    const task = new RunningTask(row, this.options.workerId, claimedAt, this.taskOptions);
+    this.tasks.set(row.id, task);
+    task.start(kind);
+  }
+
+  /**
+   * Stops claiming, lets running handlers finish for `graceMs`, aborts the rest and gives
+   * their leases back (without counting the attempt) so another worker takes them at once.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.backstopTimer);
+    for (const off of this.unsubscribe) off();
+    // A claim in flight gives back what it got (see claimLoop) while the database is still open.
+    await Promise.race([this.claiming, sleep(1_000)]);
+    // Heartbeats go on through the grace period: a lapsed lease would let another worker run
+    // a task this process is still finishing.
+    const all = () => Promise.all([...this.tasks.values()].map((task) => task.done));
+    const busy = [...this.tasks.values()].filter((task) => !task.waiting);
+    if (busy.length > 0)
+      await Promise.race([Promise.all(busy.map((task) => task.done)), sleep(graceMs)]);
+    const left = [...this.tasks.values()];
+    for (const task of left) task.abort('shutdown');
+    await Promise.race([all(), sleep(1_000)]);
+    await this.leases.stop();
+    const released = await releaseLeases(
+      this.options.db,
+      this.options.workerId,
+      left.map((task) => ({ id: task.id, attempt: task.lease.attempt })),
+    ).catch((err: unknown) => {
+      this.options.log.error(
+        { err: coerceError(err) },
+        'could not release leases; they lapse after TASK_LEASE_MS',
+      );
+      return 0;
+    });
+    if (left.length > 0)
+      this.options.log.info({ aborted: left.length, released }, 'runner stopped');
+  }
+}

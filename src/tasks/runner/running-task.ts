@@ -1,0 +1,247 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database, TaskRow } from '../../db/types.js';
+import { coerceError } from '../../errors.js';
+import type { TaskEvents } from '../events/hub.js';
+import type { TaskContext, TaskKind } from '../kinds.js';
+import { listPage } from '../listing.js';
+import type { TaskObserver } from '../observer.js';
+import { failTask, type Lease, markInputRequired } from '../sql/leases.js';
+import type { TaskFailure } from '../status.js';
+import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
+import { progressWriter } from './progress-writer.js';
+import { TaskTimeout } from './task-timeout.js';
+
+export type AbortCause = 'cancelled' | 'expired' | 'timeout' | 'lease-lost' | 'shutdown';
+
+/** The reason a handler's signal carries. */
+export class TaskAbortedError extends Error {
+  constructor(override readonly cause: AbortCause) {
+    super(`task aborted: ${cause}`);
+    this.name = 'AbortError';
+  }
+}
+
+/** What a running task needs from the runner that claimed it. */
+export interface RunningTaskOptions {
+  db: Kysely<Database>;
+  events: TaskEvents;
+  log: Logger;
+  leaseMs: number;
+  progressThrottleMs: number;
+  outcomes: OutcomeRecorder;
+  /** The task stopped taking a slot: it waits for input now. */
+  waiting(): void;
+  /** The handler is done and everything the task held is let go. */
+  ended(task: RunningTask): void;
+  /** Told of runs and lost leases (metrics). */
+  observer?: TaskObserver | undefined;
+}
+
+/**
+ * One claimed task in this process: its handler, the abort controller behind the handler's
+ * signal, its timers (run-time limit, retention), the watch on its row, whether it waits for
+ * input, and the local deadline of its lease. A cancel, expiry, timeout or lost lease aborts
+ * the handler; a result that arrives after any of them changes nothing.
+ */
+export class RunningTask {
+  readonly lease: Lease;
+  /** Settles once the handler is done and its outcome recorded; never rejects. */
+  done: Promise<void> = Promise.resolve();
+  private row: TaskRow;
+  private readonly controller = new AbortController();
+  private readonly timeout: TaskTimeout;
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private unwatch: () => void = () => {};
+  /** Local deadline of the lease; past it without a renewal, the task may be someone else's. */
+  private leaseUntil: number;
+  private waitingFor: { key: string; resolve(value: unknown): void } | null = null;
+
+  /** @param claimedAt when the claim was sent: the lease runs from no earlier than this */
+  constructor(
+    row: TaskRow,
+    workerId: string,
+    claimedAt: number,
+    private readonly options: RunningTaskOptions,
+  ) {
+    this.row = row;
+    this.lease = { workerId, attempt: row.attempt };
+    this.leaseUntil = claimedAt + options.leaseMs;
+    this.timeout = new TaskTimeout(row.timeout_ms, () => this.timedOut());
+  }
+
+  /** Watches the row, starts the clocks and runs the handler (`done` follows it). */
+  start(kind: TaskKind<any, any>): void {
+    const { events, log } = this.options;
+    this.unwatch = events.watch(this.row.id, (changed) => this.changed(changed));
+    this.expiryTimer = setTimeout(
+      () => this.abort('expired'),
+      Math.max(0, this.row.expires_at.getTime() - Date.now()),
+    );
+    this.timeout.start();
+    this.done = this.run(kind).catch((err: unknown) =>
+      log.error({ err: coerceError(err), taskId: this.row.id }, 'runner bookkeeping failed'),
+    );
+  }
+
+  get id(): string {
+    return this.row.id;
+  }
+
+  /** True while the handler waits for its owner's input (it takes no slot then). */
+  get waiting(): boolean {
+    return this.waitingFor !== null;
+  }
+
+  /** True once the lease's local deadline passed at `now` without a renewal. */
+  lapsed(now: number): boolean {
+    return this.leaseUntil < now;
+  }
+
+  /** The lease was renewed by a statement sent at `sentAt`. */
+  renewed(sentAt: number): void {
+    this.leaseUntil = sentAt + this.options.leaseMs;
+  }
+
+  /** Aborts the handler's signal with `cause` (once; later causes are ignored). */
+  abort(cause: AbortCause): void {
+    if (this.controller.signal.aborted) return;
+    if (cause === 'lease-lost') this.options.observer?.leaseLost();
+    this.options.log.debug({ taskId: this.row.id, cause }, 'aborting handler');
+    this.controller.abort(new TaskAbortedError(cause));
+  }
+
+  /** The row as re-read after a change (`undefined`: gone). */
+  changed(row: TaskRow | undefined): void {
+    if (!row) {
+      this.abort('expired');
+      return;
+    }
+    // Only a newer version is news. A claim does not bump the version, so a row of the claimed
+    // version may be one read before the claim, without this lease: taking it for a lost lease
+    // would stop the handler of a task this process still holds (lost leases are found by the
+    // lease keeper's renewals, and by newer versions written under another lease).
+    if (row.version <= this.row.version) return;
+    this.row = row;
+    if (row.status === 'cancelled') {
+      this.abort('cancelled');
+      return;
+    }
+    if (row.worker_id !== this.lease.workerId || row.attempt !== this.lease.attempt) {
+      this.abort('lease-lost');
+      return;
+    }
+    const waiting = this.waitingFor;
+    if (waiting && row.status === 'working' && Object.hasOwn(row.answers, waiting.key)) {
+      this.waitingFor = null;
+      this.timeout.start();
+      waiting.resolve(row.answers[waiting.key]);
+    }
+  }
+
+  private async run(kind: TaskKind<any, any>): Promise<void> {
+    const { db, log, progressThrottleMs, outcomes } = this.options;
+    const { row, lease, controller } = this;
+    const ctx: TaskContext = {
+      taskId: row.id,
+      owner: row.owner,
+      attempt: row.attempt,
+      input: row.input,
+      signal: controller.signal,
+      listOwnTasks: (request) =>
+        listPage(db, row.owner, {
+          first: Math.min(1_000, Math.max(1, Math.trunc(request.first ?? 100))),
+          after: request.after,
+          statuses: request.statuses,
+        }),
+      progress: progressWriter({
+        db,
+        log,
+        taskId: row.id,
+        lease,
+        signal: controller.signal,
+        throttleMs: progressThrottleMs,
+      }),
+      requestInput: (request) => this.askForInput(request) as Promise<any>,
+    };
+    const taskLog = log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
+    taskLog.debug({ workerId: lease.workerId }, 'task claimed');
+    const started = performance.now();
+    let failed = false;
+    try {
+      const result = await kind.run(ctx);
+      if (!controller.signal.aborted) await outcomes.complete(row.id, lease, result, taskLog);
+    } catch (thrown) {
+      if (!controller.signal.aborted) {
+        failed = true;
+        const err = coerceError(thrown);
+        const failure = failureOf(err);
+        logFailure(taskLog, err, failure);
+        await outcomes.fail(row.id, lease, failure, taskLog);
+      }
+    } finally {
+      const reason = controller.signal.reason as TaskAbortedError | undefined;
+      const outcome = reason?.cause ?? (failed ? 'failed' : 'completed');
+      this.options.observer?.ran(row.kind, outcome, (performance.now() - started) / 1000);
+      this.timeout.clear();
+      clearTimeout(this.expiryTimer);
+      this.unwatch();
+      this.waitingFor = null;
+      this.options.ended(this);
+    }
+  }
+
+  private timedOut(): void {
+    const failure: TaskFailure = {
+      code: 'TIMEOUT',
+      message: `The task ran longer than its ${this.row.timeout_ms} ms limit.`,
+    };
+    this.abort('timeout');
+    void failTask(this.options.db, this.row.id, this.lease, failure).catch((err: unknown) =>
+      this.options.log.warn(
+        { err: coerceError(err), taskId: this.row.id },
+        'could not record a timeout',
+      ),
+    );
+  }
+
+  /** The handler's `requestInput`: an answer already given, or INPUT_REQUIRED until one comes. */
+  private askForInput(request: {
+    key: string;
+    message: string;
+    schema?: Record<string, unknown>;
+  }): Promise<unknown> {
+    const { signal } = this.controller;
+    signal.throwIfAborted();
+    if (Object.hasOwn(this.row.answers, request.key))
+      return Promise.resolve(this.row.answers[request.key]);
+    let asked: Promise<TaskRow | undefined>;
+    try {
+      asked = markInputRequired(this.options.db, this.row.id, this.lease, {
+        key: request.key,
+        message: request.message,
+        ...(request.schema ? { schema: request.schema } : {}),
+      });
+    } catch (err) {
+      return Promise.reject(err); // a schema JSON cannot express: nothing was asked
+    }
+    this.timeout.pause();
+    return new Promise<unknown>((resolve, reject) => {
+      this.waitingFor = { key: request.key, resolve };
+      this.options.waiting();
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      asked.then(
+        (row) => {
+          if (!row) this.abort('lease-lost');
+        },
+        (err: unknown) => {
+          this.options.log.warn(
+            { err: coerceError(err), taskId: this.row.id },
+            'could not ask for input',
+          );
+          this.abort('lease-lost');
+        },
+      );
+    });
+  }
+}

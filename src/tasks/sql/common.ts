@@ -1,0 +1,41 @@
+import { type RawBuilder, sql } from 'kysely';
+import type { TaskRow } from '../../db/types.js';
+import { coerceError } from '../../errors.js';
+
+/** Channel carrying `id:version` after every change to a task (DESIGN §4). */
+export const TASK_CHANNEL = 'taskhandle_task';
+/** Channel carrying a kind name whenever a task becomes claimable. */
+export const READY_CHANNEL = 'taskhandle_ready';
+
+/** A value bound as jsonb. pg would send a JS array as a Postgres array, so JSON is sent as text. */
+export function json(value: unknown): RawBuilder<unknown> {
+  return sql`${jsonText(value)}::jsonb`;
+}
+
+/**
+ * The JSON text of a value to store (`null` for undefined).
+ * @throws TypeError, with the original as `cause`, for what JSON cannot express (a BigInt, a
+ *   cycle, a getter or `toJSON` that throws): the same write would fail again
+ */
+export function jsonText(value: unknown): string | null {
+  try {
+    return value === undefined ? null : (JSON.stringify(value) ?? null);
+  } catch (thrown) {
+    throw new TypeError(coerceError(thrown).message, { cause: thrown });
+  }
+}
+
+/** The notify expression for a row `t` just changed, evaluated in the statement that changed it. */
+export const notifyChanged = sql`pg_notify(${TASK_CHANNEL}, t.id::text || ':' || t.version::text)`;
+export const notifyReady = sql`pg_notify(${READY_CHANNEL}, t.kind)`;
+
+/** A changed row without the `notified`/`ready` columns its statement added for pg_notify. */
+export function withoutNotifyColumns(row: TaskRow | undefined): TaskRow | undefined {
+  if (!row) return undefined;
+  const {
+    notified: _n,
+    ready: _r,
+    ...rest
+  } = row as TaskRow & { notified?: unknown; ready?: unknown };
+  return rest;
+}

@@ -1,0 +1,79 @@
+import { type RawBuilder, sql } from 'kysely';
+import type { Executor, TaskRow } from '../../db/types.js';
+import { json, notifyChanged, notifyReady, withoutNotifyColumns } from './common.js';
+
+export interface NewTask {
+  id: string;
+  owner: string;
+  kind: string;
+  input: unknown;
+  ttlMs: number;
+  pollIntervalMs: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  idempotencyKey: string | null;
+}
+
+export type InsertOutcome =
+  | { created: true; row: TaskRow }
+  | { created: false; row: TaskRow; sameRequest: boolean };
+
+/**
+ * Stores a new task, announces it (owner-level subscribers list it) and wakes the workers, in
+ * one statement (with `extra`, a webhook and its first delivery too). With an idempotency key already
+ * used by this owner, creates nothing and returns the existing task, saying whether it was
+ * started with the same kind and input (jsonb equality ignores key order and spacing).
+ * A key whose task has expired is free again.
+ */
+export async function insertTask(
+  db: Executor,
+  task: NewTask,
+  /** More for the same statement: CTEs after `t`, columns after its own (webhooks/store.ts). */
+  extra?: { ctes: RawBuilder<unknown>; column: RawBuilder<unknown> },
+): Promise<InsertOutcome> {
+  for (;;) {
+    const inserted = await sql<TaskRow>`
+      with t as (
+        insert into tasks (id, owner, kind, input, ttl_ms, created_at, last_updated_at, expires_at,
+                           poll_interval_ms, idempotency_key, max_attempts, timeout_ms)
+        select ${task.id}::uuid, ${task.owner}, ${task.kind}, ${json(task.input)}, ${task.ttlMs}::int,
+                c.at, c.at, c.at + ${task.ttlMs}::int * interval '1 millisecond', ${task.pollIntervalMs}::int,
+                ${task.idempotencyKey}, ${task.maxAttempts}::int, ${task.timeoutMs}::int
+        -- millisecond precision: cursors and expiresAt round-trip through JS Dates exactly
+        from (select date_trunc('milliseconds', now()) as at) c
+        on conflict (owner, idempotency_key) do nothing
+        returning *
+      )${extra?.ctes ?? sql``}
+      select t.*, ${notifyChanged} as notified, ${notifyReady} as ready${extra?.column ?? sql``}
+      from t`.execute(db);
+    const row = inserted.rows[0];
+    if (row) {
+      const {
+        deliveries: _d,
+        delivery_due: _n,
+        ...stored
+      } = row as TaskRow & Record<string, unknown>;
+      return { created: true, row: withoutNotifyColumns(stored as TaskRow)! };
+    }
+
+    const existing = await sql<TaskRow & { same: boolean; expired: boolean }>`
+      select t.*, (t.kind = ${task.kind} and t.input is not distinct from ${json(task.input)}) as same,
+             t.expires_at <= now() as expired
+      from tasks t where t.owner = ${task.owner} and t.idempotency_key = ${task.idempotencyKey}`.execute(
+      db,
+    );
+    const found = existing.rows[0];
+    if (found && !found.expired) {
+      const { same, expired: _expired, ...rest } = found;
+      return { created: false, row: rest, sameRequest: same };
+    }
+    if (found) {
+      // The key's task is past its retention: it is gone, so the key is free. Drop the row early.
+      await db
+        .deleteFrom('tasks')
+        .where('id', '=', found.id)
+        .where('expires_at', '<=', sql<Date>`now()`)
+        .execute();
+    }
+  }
+}

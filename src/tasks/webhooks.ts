@@ -1,0 +1,249 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
+import { type Kysely, sql } from 'kysely';
+import type { Database, DeliveryRow, WebhookRow } from '../db/types.js';
+import { notFound, ServiceError } from '../errors.js';
+import { refusedAddress } from '../webhooks/address-guard.js';
+import {
+  attachLater,
+  deleteWebhook,
+  listDeliveries,
+  listWebhooks,
+  MAX_WEBHOOKS_PER_TASK,
+  type NewWebhook,
+} from '../webhooks/store.js';
+import type { Actor } from './service.js';
+import type { Task } from './task.js';
+import { checkId } from './validation.js';
+import { mayReadPayloads } from './visibility.js';
+
+/** What a caller asks for (DESIGN §11); `token` and `authentication` come from A2A configs. */
+export interface WebhookRequest {
+  url: string;
+  secret?: string | null;
+  token?: string | null;
+  authentication?: { scheme: string; credentials?: string | null } | null;
+  /** The body's shape: Standard Webhooks `task.status` events, or A2A StreamResponses. */
+  format?: 'standard' | 'a2a';
+}
+
+export interface Webhook {
+  id: string;
+  taskId: string;
+  url: string;
+  secret: string;
+  format: 'standard' | 'a2a';
+  token: string | null;
+  authentication: { scheme: string; credentials: string | null } | null;
+  createdAt: Date;
+  /** Set once a `410 Gone` disabled it. */
+  disabledAt: Date | null;
+}
+
+export type DeliveryState = 'PENDING' | 'DELIVERED' | 'FAILED';
+
+export interface Delivery {
+  id: string;
+  webhookId: string;
+  version: number;
+  status: string;
+  state: DeliveryState;
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  nextAttemptAt: Date | null;
+  deliveredAt: Date | null;
+}
+
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+export const MAX_DELIVERIES_PAGE = 100;
+const SECRET = /^whsec_([A-Za-z0-9+/]+={0,2})$/;
+const HEADER_VALUE = /^[\x20-\x7e]{1,4096}$/;
+const SCHEME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+
+const bad = (message: string) => new ServiceError('BAD_USER_INPUT', message);
+
+/** A Standard Webhooks secret: `whsec_` + base64 of 24 to 64 random bytes. */
+export function generateSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/**
+ * The attach-time rules of DESIGN §11: http(s), at most 2 048 characters, no credentials,
+ * and — unless `allowPrivate` — no literal loopback, private, link-local… address (names are
+ * checked at every attempt, once resolved).
+ */
+export function checkWebhookUrl(raw: unknown, allowPrivate: boolean): string {
+  if (typeof raw !== 'string' || raw === '') throw bad('webhook.url must be a non-empty string.');
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH)
+    throw bad(`webhook.url is longer than ${MAX_WEBHOOK_URL_LENGTH} characters.`);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw bad('webhook.url is not a URL.');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw bad('webhook.url must be an http or https URL.');
+  if (url.username !== '' || url.password !== '')
+    throw bad('webhook.url must not carry credentials.');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const reason = isIP(host) ? refusedAddress(host) : null;
+  if (reason && !allowPrivate)
+    throw bad(`webhook.url names a ${reason} address (${host}); webhooks reach public addresses.`);
+  return url.href;
+}
+
+export function checkSecret(raw: unknown): string {
+  if (raw === undefined || raw === null) return generateSecret();
+  const match = typeof raw === 'string' ? SECRET.exec(raw) : null;
+  const bytes = match ? Buffer.from(match[1]!, 'base64') : undefined;
+  // Buffer.from ignores bad base64; a round trip proves the text was canonical base64.
+  if (
+    !match ||
+    !bytes ||
+    bytes.toString('base64') !== match[1] ||
+    bytes.length < 24 ||
+    bytes.length > 64
+  )
+    throw bad('webhook.secret must be "whsec_" followed by the base64 of 24 to 64 bytes.');
+  return raw as string;
+}
+
+function optionalHeader(raw: unknown, what: string): string | null {
+  if (raw === undefined || raw === null) return null;
+  if (typeof raw !== 'string' || !HEADER_VALUE.test(raw))
+    throw bad(`${what} must be 1 to 4 096 printable ASCII characters.`);
+  return raw;
+}
+
+/** Validates a request into the row to store. @throws ServiceError BAD_USER_INPUT */
+export function prepareWebhook(request: WebhookRequest, allowPrivate: boolean): NewWebhook {
+  if (request === null || typeof request !== 'object') throw bad('webhook must be an object.');
+  const auth = request.authentication;
+  if (auth != null && (typeof auth !== 'object' || !SCHEME.test(String(auth.scheme))))
+    throw bad('authentication.scheme must be an HTTP authentication scheme, such as Bearer.');
+  return {
+    id: randomUUID(),
+    url: checkWebhookUrl(request.url, allowPrivate),
+    secret: checkSecret(request.secret),
+    format: request.format ?? 'standard',
+    token: optionalHeader(request.token, 'token'),
+    authScheme: auth ? auth.scheme : null,
+    authCredentials: auth ? optionalHeader(auth.credentials, 'authentication.credentials') : null,
+  };
+}
+
+export function toWebhook(row: WebhookRow): Webhook {
+  return {
+    id: row.id,
+    taskId: row.task_id,
+    url: row.url,
+    secret: row.secret,
+    format: row.format,
+    token: row.token,
+    authentication: row.auth_scheme
+      ? { scheme: row.auth_scheme, credentials: row.auth_credentials }
+      : null,
+    createdAt: row.created_at,
+    disabledAt: row.disabled_at,
+  };
+}
+
+export function toDelivery(row: DeliveryRow): Delivery {
+  return {
+    id: row.id,
+    webhookId: row.webhook_id,
+    version: row.version,
+    status: row.status,
+    state: row.state.toUpperCase() as DeliveryState,
+    attempts: row.attempts,
+    lastStatusCode: row.last_status_code,
+    lastError: row.last_error,
+    nextAttemptAt: row.state === 'pending' ? row.next_attempt_at : null,
+    deliveredAt: row.delivered_at,
+  };
+}
+
+/**
+ * A task's webhooks after start, for the owner only (another principal, admin or not, gets
+ * NOT_FOUND as for an unknown task). Reads for a face that already holds a visible task go
+ * through `of`/`deliveriesOf`, which apply the payload rule themselves.
+ */
+export class TaskWebhooks {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly allowPrivate: boolean,
+  ) {}
+
+  prepare(request: WebhookRequest): NewWebhook {
+    return prepareWebhook(request, this.allowPrivate);
+  }
+
+  /** @throws NOT_FOUND (not the actor's task), BAD_USER_INPUT (bad request, or a sixth webhook) */
+  async attach(actor: Actor, taskId: string, request: WebhookRequest): Promise<Webhook> {
+    const id = checkId(taskId);
+    const webhook = this.prepare(request);
+    const row = await attachLater(this.db, id, actor.id, webhook);
+    if (row === 'not_found') throw notFound();
+    if (row === 'full')
+      throw bad(`A task has at most ${MAX_WEBHOOKS_PER_TASK} webhooks; this one has them all.`);
+    return toWebhook(row);
+  }
+
+  /** @throws NOT_FOUND when the task is not the actor's */
+  async list(actor: Actor, taskId: string): Promise<Webhook[]> {
+    const id = checkId(taskId);
+    const rows = await listWebhooks(this.db, id, actor.id);
+    if (rows.length === 0 && !(await this.owns(actor, id))) throw notFound();
+    return rows.map(toWebhook);
+  }
+
+  /** null: no such webhook on the actor's task. @throws NOT_FOUND when the task is not theirs */
+  async get(actor: Actor, taskId: string, webhookId: string): Promise<Webhook | null> {
+    const found = (await this.list(actor, taskId)).find((w) => w.id === webhookId.toLowerCase());
+    return found ?? null;
+  }
+
+  /** @returns whether it existed. @throws NOT_FOUND when the task is not the actor's */
+  async delete(actor: Actor, taskId: string, webhookId: string): Promise<boolean> {
+    const id = checkId(taskId);
+    if (!/^[0-9a-f-]{36}$/i.test(webhookId)) {
+      if (!(await this.owns(actor, id))) throw notFound();
+      return false;
+    }
+    if (await deleteWebhook(this.db, id, actor.id, webhookId)) return true;
+    if (!(await this.owns(actor, id))) throw notFound();
+    return false;
+  }
+
+  /** The webhooks of a task the viewer can see; null when it may not read payloads. */
+  async of(task: Task, viewer: Actor | null): Promise<Webhook[] | null> {
+    if (!viewer || !mayReadPayloads(task, viewer)) return null;
+    return (await listWebhooks(this.db, task.id, viewer.id)).map(toWebhook);
+  }
+
+  /** Newest first; null when the viewer may not read payloads. */
+  async deliveriesOf(
+    task: Task,
+    viewer: Actor | null,
+    first: number | null | undefined,
+  ): Promise<Delivery[] | null> {
+    const n = first ?? 20;
+    if (!Number.isInteger(n) || n < 1 || n > MAX_DELIVERIES_PAGE)
+      throw bad(`first must be between 1 and ${MAX_DELIVERIES_PAGE}.`);
+    if (!mayReadPayloads(task, viewer)) return null;
+    return (await listDeliveries(this.db, task.id, n)).map(toDelivery);
+  }
+
+  private async owns(actor: Actor, taskId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('tasks')
+      .select('id')
+      .where('id', '=', taskId)
+      .where('owner', '=', actor.id)
+      .where('expires_at', '>', sql<Date>`now()`)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+}
