@@ -1,27 +1,40 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { sql } from 'kysely';
-import pino, { type Logger } from 'pino';
+import type { Plugin as YogaPlugin } from 'graphql-yoga';
+import type { Logger } from 'pino';
 import { devSecret } from './auth/dev-secret.js';
 import { mintToken } from './auth/mint.js';
 import { ALL_SCOPES } from './auth/principal.js';
 import { TokenVerifier } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { connect, type Db } from './db/connect.js';
-import { isMigrated, migrate } from './db/migrate.js';
-import { schema } from './graphql/index.js';
-import { createRestHandler } from './http/rest.js';
+import { databaseReady } from './db/health.js';
+import { migrate } from './db/migrate.js';
+import { coerceError } from './errors.js';
+import { a2aPushBody, a2aPushConfigs } from './faces/a2a/push-configs.js';
+import { createA2AHandler } from './faces/a2a/route.js';
+import { createGraphiQLHandler } from './faces/graphql/graphiql.js';
+import { schema } from './faces/graphql/index.js';
+import { createYogaServer, servedDirectly } from './faces/graphql/yoga.js';
+import { createMcpFace } from './faces/mcp/handler.js';
+import { createRestHandler } from './faces/rest/routes.js';
+import { createDashboardHandler } from './http/dashboard.js';
+import { Metrics } from './http/metrics.js';
+import { registerEventHubSeries } from './http/metrics-events.js';
+import { requestLogger } from './http/request-log.js';
 import { createHttpServer } from './http/server.js';
 import { attachWebSockets } from './http/ws.js';
-import { createYogaServer } from './http/yoga.js';
 import { builtInKinds } from './kinds/index.js';
-import { coerceError } from './tasks/errors.js';
-import { TaskEvents } from './tasks/events.js';
+import { createLogger } from './log.js';
+import { TaskEvents } from './tasks/events/hub.js';
 import { KindRegistry, type TaskKind } from './tasks/kinds.js';
 import { Purger } from './tasks/purge.js';
-import { Runner } from './tasks/runner.js';
+import { RateLimiter } from './tasks/rate-limit.js';
+import { Runner } from './tasks/runner/runner.js';
 import { TaskService } from './tasks/service.js';
-import { findTaskRow } from './tasks/store.js';
+import { findStoredTask } from './tasks/sql/find.js';
+import type { BodyFormat } from './webhooks/body.js';
+import { Deliverer } from './webhooks/deliverer.js';
 
 export interface AppOptions {
   config: Config;
@@ -32,8 +45,12 @@ export interface AppOptions {
   log?: Logger;
   /** Identifies this process's leases. @default a random UUID */
   workerId?: string;
-  /** Runner backstop poll, for tests. */
-  backstopMs?: number;
+  /**
+   * yoga (or envelop) plugins for `/graphql`, after the server's own. One that hooks the HTTP
+   * request or response (onRequest, onParams, onResponse…) turns the direct POST path off, so
+   * it sees every request; one of envelop's hooks alone (onExecute…) keeps it.
+   */
+  graphqlPlugins?: readonly YogaPlugin<any, any, any>[];
 }
 
 export interface App {
@@ -44,7 +61,11 @@ export interface App {
   readonly events: TaskEvents;
   readonly runner: Runner | undefined;
   readonly purger: Purger | undefined;
+  /** Webhook delivery (DESIGN §11): in worker and all processes. */
+  readonly deliverer: Deliverer | undefined;
   readonly verifier: TokenVerifier;
+  /** The process's Prometheus series; also the TaskObserver the domain reports to. */
+  readonly metrics: Metrics;
   /** A token for principal `dev` with every scope, in development; undefined otherwise. */
   readonly devToken: string | undefined;
   /** Listens on config.host:config.port. @returns the base URL */
@@ -56,8 +77,11 @@ export interface App {
 /** Builds the whole app from a Config: database (migrated), events, runner, purge, HTTP. */
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
-  const log = options.log ?? pino({ level: config.logLevel });
-  const kinds = new KindRegistry([...(options.replaceBuiltInKinds ? [] : builtInKinds), ...(options.kinds ?? [])]);
+  const log = options.log ?? createLogger(config.logLevel);
+  const kinds = new KindRegistry([
+    ...(options.replaceBuiltInKinds ? [] : builtInKinds),
+    ...(options.kinds ?? []),
+  ]);
 
   let secret = config.auth.jwtSecret;
   let devToken: string | undefined;
@@ -74,7 +98,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     defaultScopes: config.auth.defaultScopes,
   });
 
-  const db = await connect({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
+  const db = await connect({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    timeouts: config.db,
+    log,
+  });
   let migrated = false;
   try {
     const applied = await migrate(db.kysely);
@@ -85,11 +114,23 @@ export async function createApp(options: AppOptions): Promise<App> {
     throw err;
   }
 
-  const events = new TaskEvents(db.listener(log), (id) => findTaskRow(db.kysely, id), log);
+  const events = new TaskEvents(db.listener(log), (id) => findStoredTask(db.kysely, id), log);
   await events.start();
-  const tasks = new TaskService(db.kysely, events, kinds, config.tasks, log);
+  const tasks = new TaskService(
+    db.kysely,
+    events,
+    kinds,
+    config.tasks,
+    log,
+    config.webhooks,
+    new RateLimiter(config.limits),
+  );
 
+  const metrics = new Metrics({ db: db.kysely, log, token: config.metricsToken });
+  events.onReconnect(() => metrics.listenReconnected());
+  registerEventHubSeries(metrics.registry, events);
   const runsTasks = config.role !== 'api';
+  const workerId = options.workerId ?? randomUUID();
   const servesApi = config.role !== 'worker';
   const runner = runsTasks
     ? new Runner({
@@ -97,30 +138,79 @@ export async function createApp(options: AppOptions): Promise<App> {
         events,
         kinds,
         log,
-        workerId: options.workerId ?? randomUUID(),
+        workerId,
         concurrency: config.runnerConcurrency,
         leaseMs: config.tasks.leaseMs,
-        ...(options.backstopMs ? { backstopMs: options.backstopMs } : {}),
+        observer: metrics,
       })
     : undefined;
-  const purger = runsTasks ? new Purger(db.kysely, config.tasks.purgeIntervalMs, log) : undefined;
+  const purger = runsTasks
+    ? new Purger(db.kysely, config.tasks.purgeIntervalMs, log, {
+        onBatch: (rows) => metrics.purgeBatch(rows),
+      })
+    : undefined;
+  const formats: Partial<Record<'a2a', BodyFormat>> = { a2a: a2aPushBody };
+  const deliverer = runsTasks
+    ? new Deliverer({
+        db: db.kysely,
+        events,
+        log,
+        workerId,
+        config: config.webhooks,
+        formats,
+        observer: metrics,
+      })
+    : undefined;
 
   const yoga = servesApi
-    ? createYogaServer({ schema, tasks, verifier, log, graphiql: config.graphiql, graphiqlToken: devToken, production: config.production })
+    ? createYogaServer({
+        schema,
+        tasks,
+        verifier,
+        log,
+        production: config.production,
+        limits: config.limits,
+        observer: metrics,
+        plugins: options.graphqlPlugins,
+      })
+    : undefined;
+  const mcp = servesApi
+    ? createMcpFace({
+        tasks,
+        verifier,
+        log,
+        issuer: config.auth.issuer,
+        sessionIdleMs: config.mcp.sessionIdleMs,
+        maxSessions: config.mcp.maxSessions,
+        corsOrigins: config.limits.corsOrigins,
+      })
     : undefined;
   const server = createHttpServer({
+    limits: config.limits,
+    log,
     yoga,
-    rest: servesApi ? createRestHandler({ tasks, verifier, log }) : undefined,
-    ready: async () => {
-      if (!migrated) return false;
-      await sql`select 1`.execute(db.kysely);
-      return isMigrated(db.kysely);
-    },
+    graphqlDirect: servedDirectly(options.graphqlPlugins),
+    handlers: [
+      metrics.handler,
+      ...(servesApi && mcp
+        ? [
+            ...(config.graphiql ? [createGraphiQLHandler({ devToken })] : []),
+            createRestHandler({ tasks, verifier, log }),
+            mcp.handle,
+            createA2AHandler({ tasks, verifier, log, push: a2aPushConfigs(tasks) }),
+            ...(config.dashboard ? [createDashboardHandler({ devToken })] : []),
+          ]
+        : []),
+    ],
+    onRequest: [(req, res) => metrics.request(req, res), requestLogger(log, verifier)],
+    ready: async () => migrated && databaseReady(db, log),
   });
-  const ws = yoga ? attachWebSockets(server, yoga, verifier, log) : undefined;
+  const ws = yoga ? attachWebSockets(server, yoga, verifier, log, config.limits) : undefined;
+  if (ws) metrics.countSockets(() => ws.wss.clients.size);
 
   runner?.start();
   purger?.start();
+  deliverer?.start();
 
   let stopping: Promise<void> | undefined;
   return {
@@ -131,7 +221,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     events,
     runner,
     purger,
+    deliverer,
     verifier,
+    metrics,
     devToken,
     listen: () =>
       new Promise((resolve, reject) => {
@@ -151,13 +243,22 @@ export async function createApp(options: AppOptions): Promise<App> {
             log.warn({ err: coerceError(err) }, `stopping: ${what} failed`);
           }
         };
-        await step('runner', () => runner?.stop(config.tasks.shutdownGraceMs));
+        // Handlers and webhook attempts share one grace period.
+        await Promise.all([
+          step('runner', () => runner?.stop(config.tasks.shutdownGraceMs)),
+          step('webhooks', () => deliverer?.stop(config.tasks.shutdownGraceMs)),
+        ]);
         await step('purge', () => purger?.stop());
         await step('websockets', () => ws?.close());
-        await step('http', () => new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        }));
+        await step('mcp sessions', () => mcp?.close());
+        await step(
+          'http',
+          () =>
+            new Promise<void>((resolve) => {
+              server.close(() => resolve());
+              server.closeAllConnections();
+            }),
+        );
         await step('events', () => events.stop());
         await step('database', () => db.close());
       })()),

@@ -1,7 +1,15 @@
 /** The package: build a server with your own kinds. */
-export { createApp, type App, type AppOptions } from './app.js';
-export { loadConfig, ConfigError, type Config } from './config.js';
-export { defineTaskKind, TaskFailedError, type TaskContext, type TaskKind, type TaskKindOptions } from './tasks/kinds.js';
+export { type App, type AppOptions, createApp } from './app.js';
+export { type Config, ConfigError, loadConfig } from './config.js';
 export { builtInKinds } from './kinds/index.js';
-export type { Task } from './tasks/task.js';
+export {
+  defineTaskKind,
+  type OwnTasksRequest,
+  type TaskContext,
+  TaskFailedError,
+  type TaskKind,
+  type TaskKindOptions,
+} from './tasks/kinds.js';
+export type { TaskPage } from './tasks/requests.js';
 export type { TaskStatus } from './tasks/status.js';
+export type { Task } from './tasks/task.js';

@@ -1,11 +1,15 @@
-import pino from 'pino';
+import { constants } from 'node:os';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { coerceError } from './tasks/errors.js';
+import { coerceError } from './errors.js';
+import { createLogger } from './log.js';
+
+/** Signals this close to the first are the same signal delivered twice, not a second one. */
+const REPEAT_MS = 1_000;
 
 /** Command line entry: config → app → listen; SIGTERM/SIGINT → graceful stop → exit 0. */
 async function main(): Promise<void> {
-  let config;
+  let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
   } catch (err) {
@@ -15,13 +19,27 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const log = pino({ level: config.logLevel });
+  const log = createLogger(config.logLevel);
   const app = await createApp({ config, log });
   const url = await app.listen();
-  log.info({ url, role: config.role, database: config.databaseUrl ? 'postgres' : `pglite:${config.dataDir}` }, 'taskhandle listening');
+  log.info(
+    {
+      url,
+      role: config.role,
+      database: config.databaseUrl ? 'postgres' : `pglite:${config.dataDir}`,
+    },
+    'taskhandle listening',
+  );
   if (config.role !== 'worker') {
-    const lines = [`taskhandle (${config.role}) on ${url}`];
-    if (config.graphiql) lines.push(`GraphiQL:  ${url}/graphql`);
+    // The first URL printed is one a browser can open.
+    const lines = [
+      config.dashboard
+        ? `taskhandle (${config.role}): dashboard at ${url}/`
+        : config.graphiql
+          ? `taskhandle (${config.role}): GraphiQL at ${url}/graphql`
+          : `taskhandle (${config.role}): GraphQL at ${url}/graphql, REST at ${url}/v1/jobs`,
+    ];
+    if (config.dashboard && config.graphiql) lines.push(`GraphiQL at ${url}/graphql`);
     if (app.devToken) {
       lines.push('Development token (principal "dev", every scope; GraphiQL already sends it):');
       lines.push(`  Authorization: Bearer ${app.devToken}`);
@@ -29,15 +47,23 @@ async function main(): Promise<void> {
     console.log(lines.join('\n'));
   }
 
-  let signals = 0;
+  let stoppingSince: number | undefined;
   const stop = (signal: NodeJS.Signals) => {
-    if (++signals > 1) {
+    if (stoppingSince !== undefined) {
+      // One Ctrl-C reaches the server twice: from the terminal's process group and again
+      // forwarded by npm. Only a signal that comes later is a person insisting.
+      if (Date.now() - stoppingSince < REPEAT_MS) return;
       log.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+      process.exit(128 + (constants.signals[signal] ?? 0));
     }
+    stoppingSince = Date.now();
     log.info({ signal }, 'stopping');
+    setTimeout(() => log.debug('a second signal now forces the exit'), REPEAT_MS).unref();
     app.stop().then(
-      () => process.exit(0),
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
       (err: unknown) => {
         log.error({ err: coerceError(err) }, 'stop failed');
         process.exit(1);

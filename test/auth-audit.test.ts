@@ -33,7 +33,10 @@ function auditLines(from = 0): AuditLine[] {
     .slice(from)
     .map((line) => JSON.parse(line) as Record<string, unknown>)
     .filter((entry) => entry.audit === true)
-    .map(({ principal, operation, taskId, outcome }) => ({ principal, operation, taskId, outcome }) as AuditLine);
+    .map(
+      ({ principal, operation, taskId, outcome }) =>
+        ({ principal, operation, taskId, outcome }) as AuditLine,
+    );
 }
 
 /** Runs `act` and returns the audit lines it wrote. */
@@ -51,12 +54,19 @@ let admin: string;
 let readOnly: string;
 
 const START = 'mutation($input: StartTaskInput!) { startTask(input: $input) { id } }';
-const GET = 'query($id: ID!) { task(id: $id) { id status input result inputRequest { message } owner } }';
+const GET =
+  'query($id: ID!) { task(id: $id) { id status input result inputRequest { message } owner } }';
 
 async function startApproval(): Promise<string> {
-  const started = await t.gql(START, { input: { kind: 'approval', input: { question: SECRET_QUESTION } } }, alice);
+  const started = await t.gql(
+    START,
+    { input: { kind: 'approval', input: { question: SECRET_QUESTION } } },
+    alice,
+  );
   const id: string = started.data.startTask.id;
-  await eventually(async () => ((await t.gql(GET, { id }, alice)).data?.task?.status === 'INPUT_REQUIRED' ? true : undefined));
+  await eventually(async () =>
+    (await t.gql(GET, { id }, alice)).data?.task?.status === 'INPUT_REQUIRED' ? true : undefined,
+  );
   return id;
 }
 
@@ -76,79 +86,147 @@ describe('the audit log', () => {
     let id = '';
     expect(
       await audited(async () => {
-        id = (await t.gql(START, { input: { kind: 'approval', input: { question: SECRET_QUESTION } } }, alice)).data.startTask.id;
+        id = (
+          await t.gql(
+            START,
+            { input: { kind: 'approval', input: { question: SECRET_QUESTION } } },
+            alice,
+          )
+        ).data.startTask.id;
       }),
     ).toEqual([{ principal: 'alice', operation: 'startTask', taskId: id, outcome: 'created' }]);
-    await eventually(async () => ((await t.gql(GET, { id }, alice)).data?.task?.status === 'INPUT_REQUIRED' ? true : undefined));
+    await eventually(async () =>
+      (await t.gql(GET, { id }, alice)).data?.task?.status === 'INPUT_REQUIRED' ? true : undefined,
+    );
 
-    expect(await audited(() => t.gql(GET, { id }, alice))).toEqual([{ principal: 'alice', operation: 'task', taskId: id, outcome: 'ok' }]);
+    expect(await audited(() => t.gql(GET, { id }, alice))).toEqual([
+      { principal: 'alice', operation: 'task', taskId: id, outcome: 'ok' },
+    ]);
     expect(await audited(() => t.gql('{ tasks { edges { cursor } } }', {}, alice))).toEqual([
-      { principal: 'alice', operation: 'tasks', taskId: null, outcome: expect.stringMatching(/^ok/) },
+      {
+        principal: 'alice',
+        operation: 'tasks',
+        taskId: null,
+        outcome: expect.stringMatching(/^ok/),
+      },
     ]);
 
     const follow = t.ws(alice);
     const subscribed = await audited(
       () =>
         new Promise<void>((resolve) => {
-          follow.subscribe({ query: 'subscription($id: ID!) { taskUpdated(id: $id) { version } }', variables: { id } }, { next: () => resolve(), error: () => resolve(), complete: () => resolve() });
+          follow.subscribe(
+            {
+              query: 'subscription($id: ID!) { taskUpdated(id: $id) { version } }',
+              variables: { id },
+            },
+            { next: () => resolve(), error: () => resolve(), complete: () => resolve() },
+          );
         }),
     );
-    expect(subscribed).toEqual([{ principal: 'alice', operation: 'taskUpdated', taskId: id, outcome: 'subscribed' }]);
+    expect(subscribed).toEqual([
+      { principal: 'alice', operation: 'taskUpdated', taskId: id, outcome: 'subscribed' },
+    ]);
 
-    const answer = 'mutation($id: ID!, $value: JSON!) { provideTaskInput(id: $id, key: "decision", value: $value) { id } }';
-    expect(await audited(() => t.gql(answer, { id, value: { approved: true, comment: SECRET_COMMENT } }, alice))).toEqual([
+    const answer =
+      'mutation($id: ID!, $value: JSON!) { provideTaskInput(id: $id, key: "decision", value: $value) { id } }';
+    expect(
+      await audited(() =>
+        t.gql(answer, { id, value: { approved: true, comment: SECRET_COMMENT } }, alice),
+      ),
+    ).toEqual([
       { principal: 'alice', operation: 'provideTaskInput', taskId: id, outcome: 'answered' },
     ]);
 
     const other = await startApproval();
-    expect(await audited(() => t.gql('mutation($id: ID!) { cancelTask(id: $id) { id } }', { id: other }, alice))).toEqual([
+    expect(
+      await audited(() =>
+        t.gql('mutation($id: ID!) { cancelTask(id: $id) { id } }', { id: other }, alice),
+      ),
+    ).toEqual([
       { principal: 'alice', operation: 'cancelTask', taskId: other, outcome: 'cancelled' },
     ]);
   });
 
   it("records a look at someone else's task as not_found, and an admin's read as one line", async () => {
     const id = await startApproval();
-    expect(await audited(() => t.gql(GET, { id }, bob))).toEqual([{ principal: 'bob', operation: 'task', taskId: id, outcome: 'not_found' }]);
+    expect(await audited(() => t.gql(GET, { id }, bob))).toEqual([
+      { principal: 'bob', operation: 'task', taskId: id, outcome: 'not_found' },
+    ]);
     // The payload fields an admin may not read resolve to null without a line of their own.
-    expect(await audited(() => t.gql(GET, { id }, admin))).toEqual([{ principal: 'root', operation: 'task', taskId: id, outcome: 'ok' }]);
+    expect(await audited(() => t.gql(GET, { id }, admin))).toEqual([
+      { principal: 'root', operation: 'task', taskId: id, outcome: 'ok' },
+    ]);
   });
 
   it('records refused operations: missing scope and missing token', async () => {
     const id = await startApproval();
-    expect(await audited(() => t.gql(START, { input: { kind: 'sleep', input: { ms: 1 } } }, readOnly))).toEqual([
-      { principal: 'alice', operation: 'startTask', taskId: null, outcome: 'FORBIDDEN' },
-    ]);
-    expect(await audited(() => t.gql('mutation($id: ID!) { cancelTask(id: $id) { id } }', { id }, null))).toEqual([
+    expect(
+      await audited(() => t.gql(START, { input: { kind: 'sleep', input: { ms: 1 } } }, readOnly)),
+    ).toEqual([{ principal: 'alice', operation: 'startTask', taskId: null, outcome: 'FORBIDDEN' }]);
+    expect(
+      await audited(() => t.gql('mutation($id: ID!) { cancelTask(id: $id) { id } }', { id }, null)),
+    ).toEqual([
       { principal: null, operation: 'cancelTask', taskId: id, outcome: 'UNAUTHENTICATED' },
     ]);
     const writeOnly = t.ws(await t.token('alice', ['tasks:write']));
     const refusedSubscription = await audited(
       () =>
         new Promise<void>((resolve) => {
-          writeOnly.subscribe({ query: 'subscription($id: ID!) { taskUpdated(id: $id) { version } }', variables: { id } }, { next: () => undefined, error: () => resolve(), complete: () => resolve() });
+          writeOnly.subscribe(
+            {
+              query: 'subscription($id: ID!) { taskUpdated(id: $id) { version } }',
+              variables: { id },
+            },
+            { next: () => undefined, error: () => resolve(), complete: () => resolve() },
+          );
         }),
     );
-    expect(refusedSubscription).toEqual([{ principal: 'alice', operation: 'taskUpdated', taskId: id, outcome: 'FORBIDDEN' }]);
+    expect(refusedSubscription).toEqual([
+      { principal: 'alice', operation: 'taskUpdated', taskId: id, outcome: 'FORBIDDEN' },
+    ]);
   });
 
   it('writes the same lines for the REST face', async () => {
     const post = (path: string, token: string, body: unknown) =>
-      fetch(`${t.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${t.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     let id = '';
     expect(
       await audited(async () => {
-        id = ((await (await post('/v1/jobs', alice, { kind: 'sleep', input: { ms: 600_000 } })).json()) as { taskId: string }).taskId;
+        id = (
+          (await (
+            await post('/v1/jobs', alice, { kind: 'sleep', input: { ms: 600_000 } })
+          ).json()) as {
+            taskId: string;
+          }
+        ).taskId;
       }),
     ).toEqual([{ principal: 'alice', operation: 'startTask', taskId: id, outcome: 'created' }]);
-    expect(await audited(() => fetch(`${t.url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${alice}` } }))).toEqual([
-      { principal: 'alice', operation: 'task', taskId: id, outcome: 'ok' },
-    ]);
-    expect(await audited(() => fetch(`${t.url}/v1/jobs/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${readOnly}` } }))).toEqual([
-      { principal: 'alice', operation: 'cancelTask', taskId: id, outcome: 'FORBIDDEN' },
-    ]);
-    expect(await audited(() => fetch(`${t.url}/v1/jobs/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${admin}` } }))).toEqual([
-      { principal: 'root', operation: 'cancelTask', taskId: id, outcome: 'cancelled' },
-    ]);
+    expect(
+      await audited(() =>
+        fetch(`${t.url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${alice}` } }),
+      ),
+    ).toEqual([{ principal: 'alice', operation: 'task', taskId: id, outcome: 'ok' }]);
+    expect(
+      await audited(() =>
+        fetch(`${t.url}/v1/jobs/${id}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${readOnly}` },
+        }),
+      ),
+    ).toEqual([{ principal: 'alice', operation: 'cancelTask', taskId: id, outcome: 'FORBIDDEN' }]);
+    expect(
+      await audited(() =>
+        fetch(`${t.url}/v1/jobs/${id}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${admin}` },
+        }),
+      ),
+    ).toEqual([{ principal: 'root', operation: 'cancelTask', taskId: id, outcome: 'cancelled' }]);
   });
 
   it('never logs a token or a payload, at any level', () => {

@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type JWK } from 'jose';
+import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../src/auth/mint.js';
-import { SECRET, eventually, startTestApp, type TestApp } from './helpers/app.js';
+import { eventually, SECRET, startTestApp, type TestApp } from './helpers/app.js';
 
 /**
  * Tokens from an identity provider: the test serves the provider's key set (JWKS) on a loopback
@@ -44,9 +44,18 @@ interface Claims {
 }
 
 /** A token as the identity provider signs it: issuer, audience, an hour of life, `kid` in the header. */
-function idpToken(key: Key, claims: Claims = {}, header: Record<string, unknown> = {}): Promise<string> {
+function idpToken(
+  key: Key,
+  claims: Claims = {},
+  header: Record<string, unknown> = {},
+): Promise<string> {
   const { sub = 'alice', iss = ISSUER, aud = AUDIENCE, ...rest } = claims;
-  return new SignJWT({ ...(claims.scope === undefined && claims.scp === undefined ? { scope: 'tasks:read tasks:write' } : {}), ...rest })
+  return new SignJWT({
+    ...(claims.scope === undefined && claims.scp === undefined
+      ? { scope: 'tasks:read tasks:write' }
+      : {}),
+    ...rest,
+  })
     .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT', ...header })
     .setSubject(sub)
     .setIssuer(iss)
@@ -69,7 +78,7 @@ beforeAll(async () => {
   rsa = await newKey('rsa-1', 'RS256');
   ec = await newKey('ec-1', 'ES256');
   published.keys = [rsa, ec];
-  jwksServer = createServer((req, res) => {
+  jwksServer = createServer((_req, res) => {
     published.fetches++;
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ keys: published.keys.map((key) => key.jwk) }));
@@ -104,13 +113,21 @@ describe('tokens from an identity provider (AUTH_JWKS_URL)', () => {
   it('accepts an IdP token over WebSocket too', async () => {
     const token = await idpToken(ec);
     const answer = await new Promise<any>((resolve) => {
-      t.ws(token).subscribe({ query: KINDS }, { next: resolve, error: resolve, complete: () => undefined });
+      t.ws(token).subscribe(
+        { query: KINDS },
+        { next: resolve, error: resolve, complete: () => undefined },
+      );
     });
     expect(answer.data.taskKinds.length).toBeGreaterThan(0);
   });
 
   it('refuses HS256, even signed with the configured AUTH_JWT_SECRET', async () => {
-    const hs = await mintToken(SECRET, { sub: 'alice', scopes: ['tasks:read', 'tasks:write'], issuer: ISSUER, audience: AUDIENCE });
+    const hs = await mintToken(SECRET, {
+      sub: 'alice',
+      scopes: ['tasks:read', 'tasks:write'],
+      issuer: ISSUER,
+      audience: AUDIENCE,
+    });
     expect(await codeOf(KINDS, hs)).toBe('UNAUTHENTICATED');
   });
 
@@ -139,10 +156,16 @@ describe('tokens from an identity provider (AUTH_JWKS_URL)', () => {
   });
 
   it('checks AUTH_ISSUER and AUTH_AUDIENCE', async () => {
-    expect(await codeOf(KINDS, await idpToken(rsa, { iss: 'https://other-idp.test/' }))).toBe('UNAUTHENTICATED');
-    expect(await codeOf(KINDS, await idpToken(rsa, { aud: 'api://someone-else' }))).toBe('UNAUTHENTICATED');
+    expect(await codeOf(KINDS, await idpToken(rsa, { iss: 'https://other-idp.test/' }))).toBe(
+      'UNAUTHENTICATED',
+    );
+    expect(await codeOf(KINDS, await idpToken(rsa, { aud: 'api://someone-else' }))).toBe(
+      'UNAUTHENTICATED',
+    );
     // An audience list that names this API is fine.
-    expect(await codeOf(KINDS, await idpToken(rsa, { aud: ['api://someone-else', AUDIENCE] }))).toBeUndefined();
+    expect(
+      await codeOf(KINDS, await idpToken(rsa, { aud: ['api://someone-else', AUDIENCE] })),
+    ).toBeUndefined();
   });
 
   it('reads scopes from an scp array, a scope string, and falls back to AUTH_DEFAULT_SCOPES', async () => {
@@ -168,7 +191,9 @@ describe('tokens from an identity provider (AUTH_JWKS_URL)', () => {
     expect(await codeOf(START, bare)).toBe('FORBIDDEN');
 
     // A scope claim of an unexpected shape grants nothing, not the defaults.
-    expect(await codeOf(MINE, await idpToken(rsa, { sub: 'odd-user', scope: { read: true } }))).toBe('FORBIDDEN');
+    expect(
+      await codeOf(MINE, await idpToken(rsa, { sub: 'odd-user', scope: { read: true } })),
+    ).toBe('FORBIDDEN');
   });
 
   it('picks up a key rotated into the set, and drops the one rotated out', async () => {
@@ -180,10 +205,16 @@ describe('tokens from an identity provider (AUTH_JWKS_URL)', () => {
     const fetchesBefore = published.fetches;
     const rotated = await idpToken(next, { sub: 'after-rotation' });
     // The first token with the new kid refetches the set (at most once per cooldown of a few seconds).
-    await eventually(async () => ((await codeOf(KINDS, rotated)) === undefined ? true : undefined), 20_000, 250);
+    await eventually(
+      async () => ((await codeOf(KINDS, rotated)) === undefined ? true : undefined),
+      20_000,
+      250,
+    );
     expect(published.fetches).toBeGreaterThan(fetchesBefore);
 
     // A token from the retired key that was never seen before is refused now.
-    expect(await codeOf(KINDS, await idpToken(rsa, { sub: 'retired-key' }))).toBe('UNAUTHENTICATED');
+    expect(await codeOf(KINDS, await idpToken(rsa, { sub: 'retired-key' }))).toBe(
+      'UNAUTHENTICATED',
+    );
   });
 });

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../src/auth/mint.js';
-import { SECRET, eventually, startTestApp, type GraphQLResponse, type TestApp } from './helpers/app.js';
+import {
+  eventually,
+  type GraphQLResponse,
+  SECRET,
+  startTestApp,
+  type TestApp,
+} from './helpers/app.js';
 
 /**
  * Every operation of both faces against every kind of caller, on a server that also checks
@@ -55,15 +61,85 @@ const U: Outcome[] = OPS.map(() => 'U');
 // prettier-ignore
 const MATRIX: Record<Caller, Outcome[]> = {
   //                    task      tasks     kinds start cancel    provide   ws        sse       GET id    GET list  POST  DELETE    input
-  'owner':             ['owner',  'owner',  'ok', 'ok', 'owner',  'owner',  'owner',  'owner',  'owner',  'owner',  'ok', 'owner',  'owner'],
-  'other principal':   ['hidden', 'hidden', 'ok', 'ok', 'hidden', 'hidden', 'hidden', 'hidden', 'hidden', 'hidden', 'ok', 'hidden', 'hidden'],
+  owner: [
+    'owner',
+    'owner',
+    'ok',
+    'ok',
+    'owner',
+    'owner',
+    'owner',
+    'owner',
+    'owner',
+    'owner',
+    'ok',
+    'owner',
+    'owner',
+  ],
+  'other principal': [
+    'hidden',
+    'hidden',
+    'ok',
+    'ok',
+    'hidden',
+    'hidden',
+    'hidden',
+    'hidden',
+    'hidden',
+    'hidden',
+    'ok',
+    'hidden',
+    'hidden',
+  ],
   // Admins see and cancel anyone's task, never its payloads, and cannot answer for its owner.
   // REST lists the caller's own tasks only (no owner parameter there).
-  'admin':             ['admin',  'admin',  'ok', 'ok', 'admin',  'hidden', 'admin',  'admin',  'admin',  'hidden', 'ok', 'admin',  'hidden'],
-  'read-only':         ['owner',  'owner',  'ok', 'F',  'F',      'F',      'owner',  'owner',  'owner',  'owner',  'F',  'F',      'F'],
-  'write-only':        ['F',      'F',      'ok', 'ok', 'owner',  'owner',  'F',      'F',      'F',      'F',      'ok', 'owner',  'owner'],
+  admin: [
+    'admin',
+    'admin',
+    'ok',
+    'ok',
+    'admin',
+    'hidden',
+    'admin',
+    'admin',
+    'admin',
+    'hidden',
+    'ok',
+    'admin',
+    'hidden',
+  ],
+  'read-only': [
+    'owner',
+    'owner',
+    'ok',
+    'F',
+    'F',
+    'F',
+    'owner',
+    'owner',
+    'owner',
+    'owner',
+    'F',
+    'F',
+    'F',
+  ],
+  'write-only': [
+    'F',
+    'F',
+    'ok',
+    'ok',
+    'owner',
+    'owner',
+    'F',
+    'F',
+    'F',
+    'F',
+    'ok',
+    'owner',
+    'owner',
+  ],
   // A valid token whose scope claim is empty: it may list the kinds, nothing else.
-  'no scopes':         ['F',      'F',      'ok', 'F',  'F',      'F',      'F',      'F',      'F',      'F',      'F',  'F',      'F'],
+  'no scopes': ['F', 'F', 'ok', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F', 'F'],
   'no token': U,
   'expired token': U,
   'foreign signature': U,
@@ -72,7 +148,8 @@ const MATRIX: Record<Caller, Outcome[]> = {
   'wrong audience': U,
 };
 
-const VIEW = 'id kind status statusMessage version input result error { code } inputRequest { key message } owner';
+const VIEW =
+  'id kind status statusMessage version input result error { code } inputRequest { key message } owner';
 const Q = {
   task: `query($id: ID!) { task(id: $id) { ${VIEW} } }`,
   ownTasks: `{ tasks(first: 100) { edges { node { ${VIEW} } } } }`,
@@ -100,8 +177,18 @@ let waitingVersion: number;
 /** An approval answered and completed: it has a result. */
 let done: Fixture;
 
-const mint = (sub: string, scopes: string[], extra: { secret?: string; issuer?: string; audience?: string; ttl?: string | number } = {}) =>
-  mintToken(extra.secret ?? SECRET, { sub, scopes, ttl: extra.ttl ?? '1h', issuer: extra.issuer ?? ISSUER, audience: extra.audience ?? AUDIENCE });
+const mint = (
+  sub: string,
+  scopes: string[],
+  extra: { secret?: string; issuer?: string; audience?: string; ttl?: string | number } = {},
+) =>
+  mintToken(extra.secret ?? SECRET, {
+    sub,
+    scopes,
+    ttl: extra.ttl ?? '1h',
+    issuer: extra.issuer ?? ISSUER,
+    audience: extra.audience ?? AUDIENCE,
+  });
 
 function unsigned(claims: Record<string, unknown>): string {
   const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -120,33 +207,53 @@ async function startWaiting(): Promise<string> {
 }
 
 beforeAll(async () => {
-  t = await startTestApp({ env: { AUTH_ISSUER: ISSUER, AUTH_AUDIENCE: AUDIENCE, RUNNER_CONCURRENCY: '64' } });
+  t = await startTestApp({
+    env: { AUTH_ISSUER: ISSUER, AUTH_AUDIENCE: AUDIENCE, RUNNER_CONCURRENCY: '64' },
+  });
   const now = Math.floor(Date.now() / 1000);
   tokens = {
-    'owner': await mint('alice', [READ, WRITE]),
+    owner: await mint('alice', [READ, WRITE]),
     'other principal': await mint('bob', [READ, WRITE]),
-    'admin': await mint('root', [READ, WRITE, ADMIN]),
+    admin: await mint('root', [READ, WRITE, ADMIN]),
     'read-only': await mint('alice', [READ]),
     'write-only': await mint('alice', [WRITE]),
     'no scopes': await mint('alice', []),
     'no token': null,
     // Past exp by more than the clock-skew tolerance.
     'expired token': await mint('alice', [READ, WRITE], { ttl: -120 }),
-    'foreign signature': await mint('alice', [READ, WRITE, ADMIN], { secret: 'some-other-secret-0123456789abcdefghij' }),
-    'alg none': unsigned({ sub: 'alice', scope: `${READ} ${WRITE} ${ADMIN}`, iss: ISSUER, aud: AUDIENCE, iat: now, exp: now + 3600 }),
+    'foreign signature': await mint('alice', [READ, WRITE, ADMIN], {
+      secret: 'some-other-secret-0123456789abcdefghij',
+    }),
+    'alg none': unsigned({
+      sub: 'alice',
+      scope: `${READ} ${WRITE} ${ADMIN}`,
+      iss: ISSUER,
+      aud: AUDIENCE,
+      iat: now,
+      exp: now + 3600,
+    }),
     'wrong issuer': await mint('alice', [READ, WRITE], { issuer: 'https://elsewhere.test/' }),
     'wrong audience': await mint('alice', [READ, WRITE], { audience: 'another-service' }),
   };
   aliceToken = tokens.owner!;
 
   const waitingId = await startWaiting();
-  waiting = { id: waitingId, status: 'INPUT_REQUIRED', inputRequest: { key: 'decision', message: QUESTION }, result: null };
+  waiting = {
+    id: waitingId,
+    status: 'INPUT_REQUIRED',
+    inputRequest: { key: 'decision', message: QUESTION },
+    result: null,
+  };
   waitingVersion = (await t.gql(Q.task, { id: waitingId }, aliceToken)).data.task.version;
 
   const doneId = await startWaiting();
   const answered = await t.gql(Q.provide, { id: doneId, value: ANSWER }, aliceToken);
   expect(answered.errors).toBeUndefined();
-  await eventually(async () => ((await t.gql(Q.task, { id: doneId }, aliceToken)).data?.task?.status === 'COMPLETED' ? true : undefined));
+  await eventually(async () =>
+    (await t.gql(Q.task, { id: doneId }, aliceToken)).data?.task?.status === 'COMPLETED'
+      ? true
+      : undefined,
+  );
   done = { id: doneId, status: 'COMPLETED', inputRequest: null, result: ANSWER };
 });
 afterAll(() => t?.stop());
@@ -156,7 +263,12 @@ afterAll(() => t?.stop());
 function expectGraphQLView(task: any, fixture: Fixture, view: 'owner' | 'admin'): void {
   expect(task).toMatchObject({ id: fixture.id, kind: 'approval', status: fixture.status });
   if (view === 'owner') {
-    expect(task).toMatchObject({ input: INPUT, result: fixture.result, inputRequest: fixture.inputRequest, owner: null });
+    expect(task).toMatchObject({
+      input: INPUT,
+      result: fixture.result,
+      inputRequest: fixture.inputRequest,
+      owner: null,
+    });
   } else {
     expect(task).toMatchObject({ input: null, result: null, inputRequest: null, owner: 'alice' });
     // Nor anywhere else: the question lives in the input and the input request.
@@ -165,7 +277,11 @@ function expectGraphQLView(task: any, fixture: Fixture, view: 'owner' | 'admin')
 }
 
 function expectRestView(handle: any, fixture: Fixture, view: 'owner' | 'admin'): void {
-  expect(handle).toMatchObject({ resultType: 'task', taskId: fixture.id, status: fixture.status.toLowerCase() });
+  expect(handle).toMatchObject({
+    resultType: 'task',
+    taskId: fixture.id,
+    status: fixture.status.toLowerCase(),
+  });
   expect(JSON.stringify(handle)).not.toContain('"owner"');
   if (view === 'owner') {
     if (fixture.result) expect(handle.result).toEqual(fixture.result);
@@ -193,7 +309,9 @@ const STATUS_OF = { F: 403, U: 401 } as const;
 async function expectHiddenLikeRandom<T>(id: string, ask: (id: string) => Promise<T>): Promise<T> {
   const random = randomUUID();
   const [mine, unknown] = [await ask(id), await ask(random)];
-  expect(JSON.stringify(mine).replaceAll(id, '<id>')).toBe(JSON.stringify(unknown).replaceAll(random, '<id>'));
+  expect(JSON.stringify(mine).replaceAll(id, '<id>')).toBe(
+    JSON.stringify(unknown).replaceAll(random, '<id>'),
+  );
   return mine;
 }
 
@@ -210,13 +328,25 @@ interface Rest {
   authenticate: string | null;
 }
 
-async function rest(method: string, path: string, token: string | null, body?: unknown): Promise<Rest> {
+async function rest(
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+): Promise<Rest> {
   const response = await fetch(`${t.url}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  return { status: response.status, body: await response.json(), authenticate: response.headers.get('www-authenticate') };
+  return {
+    status: response.status,
+    body: await response.json(),
+    authenticate: response.headers.get('www-authenticate'),
+  };
 }
 
 function expectRestRefusal(response: Rest, outcome: 'F' | 'U'): void {
@@ -251,7 +381,11 @@ async function firstOverSse(token: string | null, id: string): Promise<GraphQLRe
   const response = await fetch(`${t.url}/graphql`, {
     method: 'POST',
     signal: abort.signal,
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
     body: JSON.stringify({ query: Q.follow, variables: { id } }),
   });
   expect(response.status).toBe(200);
@@ -286,7 +420,11 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
         const read = await expectHiddenLikeRandom(fixture.id, (id) => t.gql(Q.task, { id }, token));
         expect(read).toEqual({ data: { task: null } });
       } else {
-        expectGraphQLError(await t.gql(Q.task, { id: fixture.id }, token), 'task', refusal(outcome));
+        expectGraphQLError(
+          await t.gql(Q.task, { id: fixture.id }, token),
+          'task',
+          refusal(outcome),
+        );
       }
     }
   },
@@ -310,12 +448,17 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
     if (outcome === 'hidden') {
       // Naming someone else is refused whether or not they have tasks.
       expectGraphQLError(named, 'tasks', 'FORBIDDEN');
-      expectGraphQLError(await t.gql(`{ tasks(owner: "nobody-${randomUUID()}") { edges { cursor } } }`, {}, token), 'tasks', 'FORBIDDEN');
+      expectGraphQLError(
+        await t.gql(`{ tasks(owner: "nobody-${randomUUID()}") { edges { cursor } } }`, {}, token),
+        'tasks',
+        'FORBIDDEN',
+      );
       return;
     }
     expect(named.errors).toBeUndefined();
     const nodes = new Map(named.data.tasks.edges.map((edge: any) => [edge.node.id, edge.node]));
-    for (const fixture of [waiting, done]) expectGraphQLView(nodes.get(fixture.id), fixture, outcome as 'owner' | 'admin');
+    for (const fixture of [waiting, done])
+      expectGraphQLView(nodes.get(fixture.id), fixture, outcome as 'owner' | 'admin');
   },
 
   async taskKinds(outcome, token) {
@@ -333,7 +476,12 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
     if (outcome !== 'ok') return expectGraphQLError(started, 'startTask', refusal(outcome));
     expect(started.errors).toBeUndefined();
     // The starter owns it and sees its input.
-    expect(started.data.startTask).toMatchObject({ kind: 'approval', status: 'WORKING', version: 1, input: INPUT });
+    expect(started.data.startTask).toMatchObject({
+      kind: 'approval',
+      status: 'WORKING',
+      version: 1,
+      input: INPUT,
+    });
   },
 
   async cancelTask(outcome, token) {
@@ -342,14 +490,24 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
       const cancelled = await t.gql(Q.cancel, { id }, token);
       expect(cancelled.errors).toBeUndefined();
       expect(cancelled.data.cancelTask).toMatchObject({ id, status: 'CANCELLED' });
-      expectGraphQLView(cancelled.data.cancelTask, { id, status: 'CANCELLED' as never, inputRequest: null, result: null }, outcome);
+      expectGraphQLView(
+        cancelled.data.cancelTask,
+        { id, status: 'CANCELLED' as never, inputRequest: null, result: null },
+        outcome,
+      );
       return;
     }
     if (outcome === 'hidden') {
-      const answer = await expectHiddenLikeRandom(waiting.id, (id) => t.gql(Q.cancel, { id }, token));
+      const answer = await expectHiddenLikeRandom(waiting.id, (id) =>
+        t.gql(Q.cancel, { id }, token),
+      );
       expectGraphQLError(answer, 'cancelTask', 'NOT_FOUND');
     } else {
-      expectGraphQLError(await t.gql(Q.cancel, { id: waiting.id }, token), 'cancelTask', refusal(outcome));
+      expectGraphQLError(
+        await t.gql(Q.cancel, { id: waiting.id }, token),
+        'cancelTask',
+        refusal(outcome),
+      );
     }
     await expectWaitingUnchanged();
   },
@@ -359,15 +517,25 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
       const id = await startWaiting();
       const answered = await t.gql(Q.provide, { id, value: ANSWER }, token);
       expect(answered.errors).toBeUndefined();
-      expect(answered.data.provideTaskInput).toMatchObject({ id, input: INPUT, inputRequest: null });
+      expect(answered.data.provideTaskInput).toMatchObject({
+        id,
+        input: INPUT,
+        inputRequest: null,
+      });
       expect(answered.data.provideTaskInput.status).not.toBe('INPUT_REQUIRED');
       return;
     }
     if (outcome === 'hidden') {
-      const answer = await expectHiddenLikeRandom(waiting.id, (id) => t.gql(Q.provide, { id, value: ANSWER }, token));
+      const answer = await expectHiddenLikeRandom(waiting.id, (id) =>
+        t.gql(Q.provide, { id, value: ANSWER }, token),
+      );
       expectGraphQLError(answer, 'provideTaskInput', 'NOT_FOUND');
     } else {
-      expectGraphQLError(await t.gql(Q.provide, { id: waiting.id, value: ANSWER }, token), 'provideTaskInput', refusal(outcome));
+      expectGraphQLError(
+        await t.gql(Q.provide, { id: waiting.id, value: ANSWER }, token),
+        'provideTaskInput',
+        refusal(outcome),
+      );
     }
     await expectWaitingUnchanged();
   },
@@ -379,7 +547,9 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
         expect(first.errors).toBeUndefined();
         expectGraphQLView(first.data.taskUpdated, fixture, outcome);
       } else if (outcome === 'hidden') {
-        const first = await expectHiddenLikeRandom(fixture.id, (id) => firstOverWebSocket(token, id));
+        const first = await expectHiddenLikeRandom(fixture.id, (id) =>
+          firstOverWebSocket(token, id),
+        );
         expectGraphQLError(first, 'taskUpdated', 'NOT_FOUND');
       } else if (outcome === 'F') {
         expectGraphQLError(await firstOverWebSocket(token, fixture.id), 'taskUpdated', 'FORBIDDEN');
@@ -412,7 +582,9 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
         expect(read.status).toBe(200);
         expectRestView(read.body, fixture, outcome);
       } else if (outcome === 'hidden') {
-        const read = await expectHiddenLikeRandom(fixture.id, (id) => rest('GET', `/v1/jobs/${id}`, token));
+        const read = await expectHiddenLikeRandom(fixture.id, (id) =>
+          rest('GET', `/v1/jobs/${id}`, token),
+        );
         expect(read).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
       } else {
         expectRestRefusal(await rest('GET', `/v1/jobs/${fixture.id}`, token), outcome as 'F' | 'U');
@@ -426,7 +598,8 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
     expect(list.status).toBe(200);
     const handles = new Map(list.body.tasks.map((handle: any) => [handle.taskId, handle]));
     if (outcome === 'owner') {
-      for (const fixture of [waiting, done]) expectRestView(handles.get(fixture.id), fixture, 'owner');
+      for (const fixture of [waiting, done])
+        expectRestView(handles.get(fixture.id), fixture, 'owner');
     } else {
       expect(handles.has(waiting.id)).toBe(false);
       expect(handles.has(done.id)).toBe(false);
@@ -445,14 +618,23 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
       const id = await startWaiting();
       const cancelled = await rest('DELETE', `/v1/jobs/${id}`, token);
       expect(cancelled.status).toBe(200);
-      expectRestView(cancelled.body, { id, status: 'CANCELLED' as never, inputRequest: null, result: null }, outcome);
+      expectRestView(
+        cancelled.body,
+        { id, status: 'CANCELLED' as never, inputRequest: null, result: null },
+        outcome,
+      );
       return;
     }
     if (outcome === 'hidden') {
-      const answer = await expectHiddenLikeRandom(waiting.id, (id) => rest('DELETE', `/v1/jobs/${id}`, token));
+      const answer = await expectHiddenLikeRandom(waiting.id, (id) =>
+        rest('DELETE', `/v1/jobs/${id}`, token),
+      );
       expect(answer).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
     } else {
-      expectRestRefusal(await rest('DELETE', `/v1/jobs/${waiting.id}`, token), outcome as 'F' | 'U');
+      expectRestRefusal(
+        await rest('DELETE', `/v1/jobs/${waiting.id}`, token),
+        outcome as 'F' | 'U',
+      );
     }
     await expectWaitingUnchanged();
   },
@@ -468,10 +650,15 @@ const CHECKS: Record<Op, (outcome: Outcome, token: string | null) => Promise<voi
       return;
     }
     if (outcome === 'hidden') {
-      const answer = await expectHiddenLikeRandom(waiting.id, (id) => rest('POST', `/v1/jobs/${id}/input`, token, body));
+      const answer = await expectHiddenLikeRandom(waiting.id, (id) =>
+        rest('POST', `/v1/jobs/${id}/input`, token, body),
+      );
       expect(answer).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
     } else {
-      expectRestRefusal(await rest('POST', `/v1/jobs/${waiting.id}/input`, token, body), outcome as 'F' | 'U');
+      expectRestRefusal(
+        await rest('POST', `/v1/jobs/${waiting.id}/input`, token, body),
+        outcome as 'F' | 'U',
+      );
     }
     await expectWaitingUnchanged();
   },
@@ -488,7 +675,10 @@ const SAYS: Record<Outcome, string> = {
 
 describe.each(Object.keys(MATRIX) as Caller[])('caller: %s', (caller) => {
   const cells = OPS.map((op, i) => ({ op, outcome: MATRIX[caller][i]! }));
-  it.each(cells.map((cell) => [`${cell.op} ${SAYS[cell.outcome]}`, cell] as const))('%s', async (_name, { op, outcome }) => {
-    await CHECKS[op](outcome, tokens[caller]);
-  });
+  it.each(cells.map((cell) => [`${cell.op} ${SAYS[cell.outcome]}`, cell] as const))(
+    '%s',
+    async (_name, { op, outcome }) => {
+      await CHECKS[op](outcome, tokens[caller]);
+    },
+  );
 });

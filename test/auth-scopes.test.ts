@@ -1,14 +1,14 @@
 import {
+  type GraphQLField,
+  type GraphQLNamedType,
   GraphQLObjectType,
   GraphQLSchema,
   getNamedType,
   isObjectType,
-  type GraphQLField,
-  type GraphQLNamedType,
 } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { builder } from '../src/graphql/builder.js';
-import { schema } from '../src/graphql/index.js';
+import { builder } from '../src/faces/graphql/builder.js';
+import { schema } from '../src/faces/graphql/index.js';
 
 /**
  * Authorization is declared on the schema (Pothos scope-auth), so the schema itself can be
@@ -19,7 +19,8 @@ import { schema } from '../src/graphql/index.js';
 type AnyField = GraphQLField<unknown, unknown>;
 
 function authScopesOf(field: AnyField): unknown {
-  return (field.extensions as { pothosOptions?: { authScopes?: unknown } }).pothosOptions?.authScopes;
+  return (field.extensions as { pothosOptions?: { authScopes?: unknown } }).pothosOptions
+    ?.authScopes;
 }
 
 /** Whether values of `type` can contain a Task, through any chain of object fields. */
@@ -27,13 +28,20 @@ function reachesTask(type: GraphQLNamedType, seen = new Set<string>()): boolean 
   if (type.name === 'Task') return true;
   if (!isObjectType(type) || seen.has(type.name)) return false;
   seen.add(type.name);
-  return Object.values(type.getFields()).some((field) => reachesTask(getNamedType(field.type), seen));
+  return Object.values(type.getFields()).some((field) =>
+    reachesTask(getNamedType(field.type), seen),
+  );
 }
 
 function rootFields(s: GraphQLSchema): Array<{ path: string; field: AnyField }> {
   return [s.getQueryType(), s.getMutationType(), s.getSubscriptionType()]
     .filter((type): type is GraphQLObjectType => type != null)
-    .flatMap((type) => Object.values(type.getFields()).map((field) => ({ path: `${type.name}.${field.name}`, field })));
+    .flatMap((type) =>
+      Object.values(type.getFields()).map((field) => ({
+        path: `${type.name}.${field.name}`,
+        field,
+      })),
+    );
 }
 
 const TASK_SCOPES = ['read', 'write', 'admin'];
@@ -49,7 +57,8 @@ function unguardedRootFields(s: GraphQLSchema): string[] {
     }
     if (!reachesTask(getNamedType(field.type))) continue;
     const required = typeof scopes === 'object' && scopes !== null ? Object.keys(scopes) : [];
-    if (!required.some((scope) => TASK_SCOPES.includes(scope))) problems.push(`${path}: reaches Task without a task scope`);
+    if (!required.some((scope) => TASK_SCOPES.includes(scope)))
+      problems.push(`${path}: reaches Task without a task scope`);
   }
   return problems;
 }
@@ -60,10 +69,15 @@ function withoutAuthScopes(s: GraphQLSchema, path: string): GraphQLSchema {
   const root = s.getType(typeName) as GraphQLObjectType;
   const config = root.toConfig();
   const field = config.fields[fieldName]!;
-  const { authScopes: _dropped, ...pothosOptions } = (field.extensions as { pothosOptions: Record<string, unknown> }).pothosOptions;
+  const { authScopes: _dropped, ...pothosOptions } = (
+    field.extensions as { pothosOptions: Record<string, unknown> }
+  ).pothosOptions;
   const stripped = new GraphQLObjectType({
     ...config,
-    fields: { ...config.fields, [fieldName]: { ...field, extensions: { ...field.extensions, pothosOptions } } },
+    fields: {
+      ...config.fields,
+      [fieldName]: { ...field, extensions: { ...field.extensions, pothosOptions } },
+    },
   });
   const schemaConfig = s.toConfig();
   return new GraphQLSchema({
@@ -83,19 +97,25 @@ describe('the schema declares authorization', () => {
 
   it('flags each root field whose authScopes is removed', () => {
     for (const { path } of rootFields(schema)) {
-      expect(unguardedRootFields(withoutAuthScopes(schema, path))).toEqual([`${path}: no authScopes`]);
+      expect(unguardedRootFields(withoutAuthScopes(schema, path))).toEqual([
+        `${path}: no authScopes`,
+      ]);
     }
   });
 
   it('flags a root field reaching a Task that needs only a valid token', () => {
     const s = withoutAuthScopes(schema, 'Query.task');
     const field = s.getQueryType()!.getFields().task!;
-    (field.extensions as { pothosOptions: Record<string, unknown> }).pothosOptions.authScopes = { authenticated: true };
+    (field.extensions as { pothosOptions: Record<string, unknown> }).pothosOptions.authScopes = {
+      authenticated: true,
+    };
     expect(unguardedRootFields(s)).toEqual(['Query.task: reaches Task without a task scope']);
   });
 
   it('requires read to query and subscribe, write to change, and any valid token for taskKinds', () => {
-    const declared = Object.fromEntries(rootFields(schema).map(({ path, field }) => [path, authScopesOf(field)]));
+    const declared = Object.fromEntries(
+      rootFields(schema).map(({ path, field }) => [path, authScopesOf(field)]),
+    );
     expect(declared).toEqual({
       'Query.task': { read: true },
       'Query.tasks': { read: true },
@@ -104,6 +124,7 @@ describe('the schema declares authorization', () => {
       'Mutation.cancelTask': { write: true },
       'Mutation.provideTaskInput': { write: true },
       'Subscription.taskUpdated': { read: true },
+      'Subscription.tasksUpdated': { read: true },
     });
   });
 
@@ -113,9 +134,14 @@ describe('the schema declares authorization', () => {
       .filter((field) => authScopesOf(field) !== undefined)
       .map((field) => field.name)
       .sort();
-    expect(guarded).toEqual(['input', 'inputRequest', 'owner', 'result']);
-    for (const name of ['input', 'result', 'inputRequest']) expect(typeof authScopesOf(task.getFields()[name]!)).toBe('function');
+    // DESIGN §11 adds the webhooks and deliveries to the owner's payload fields.
+    expect(guarded).toEqual(['deliveries', 'input', 'inputRequest', 'owner', 'result', 'webhooks']);
+    for (const name of ['input', 'result', 'inputRequest', 'webhooks', 'deliveries'])
+      expect(typeof authScopesOf(task.getFields()[name]!)).toBe('function');
     expect(authScopesOf(task.getFields().owner!)).toEqual({ admin: true });
-    expect((builder.options as { scopeAuth?: { authorizeOnSubscribe?: boolean } }).scopeAuth?.authorizeOnSubscribe).toBe(true);
+    expect(
+      (builder.options as { scopeAuth?: { authorizeOnSubscribe?: boolean } }).scopeAuth
+        ?.authorizeOnSubscribe,
+    ).toBe(true);
   });
 });

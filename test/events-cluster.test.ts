@@ -1,11 +1,12 @@
-import { createClient, type Client } from 'graphql-ws';
+import { type Client, createClient } from 'graphql-ws';
 import pg from 'pg';
-import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
-import { gqlAt, spawnServer, type ServerProcess } from './helpers/process.js';
+import { CANCEL_TASK as CANCEL } from './helpers/operations.js';
+import { gqlAt, type ServerProcess, spawnServer } from './helpers/process.js';
 
 /**
  * Many processes, one database: two api processes and a worker process, started as users
@@ -17,23 +18,25 @@ let database: TestDatabase;
 let admin: pg.Client;
 let api1: ServerProcess;
 let api2: ServerProcess;
-let worker: ServerProcess;
 let alice: string;
 const servers: ServerProcess[] = [];
 const clients: Client[] = [];
 
 /** Spawns `src/main.ts` in `role`; resolves once it listens. */
-async function startServer(role: 'api' | 'worker', env: Record<string, string> = {}): Promise<ServerProcess> {
+async function startServer(
+  role: 'api' | 'worker',
+  env: Record<string, string> = {},
+): Promise<ServerProcess> {
   const server = await spawnServer({ role, databaseUrl: database.url!, env });
   servers.push(server);
   return server;
 }
 
-const gql = (server: ServerProcess, query: string, variables: Record<string, unknown>) => gqlAt(server.url, query, variables, alice);
+const gql = (server: ServerProcess, query: string, variables: Record<string, unknown>) =>
+  gqlAt(server.url, query, variables, alice);
 
 const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id status version } }`;
 const GET = `query($id: ID!) { task(id: $id) { id status version progress result } }`;
-const CANCEL = `mutation($id: ID!) { cancelTask(id: $id) { id status version } }`;
 const ANSWER = `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskInput(id: $id, key: $key, value: $value) { id status version } }`;
 const FOLLOW = `subscription($id: ID!) { taskUpdated(id: $id) { id status version progress result } }`;
 
@@ -51,7 +54,12 @@ interface Followed {
 
 /** Follows task `id` over its own WebSocket on `api`. */
 function follow(api: ServerProcess, id: string): Followed {
-  const client = createClient({ url: api.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { authorization: `Bearer ${alice}` } });
+  const client = createClient({
+    url: api.wsUrl,
+    webSocketImpl: WebSocket,
+    retryAttempts: 0,
+    connectionParams: { authorization: `Bearer ${alice}` },
+  });
   clients.push(client);
   const events: Followed['events'] = [];
   const done = new Promise<{ error?: unknown }>((resolve) =>
@@ -77,8 +85,16 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
     admin = new pg.Client({ connectionString: database.url });
     admin.on('error', () => {}); // a failure shows in the query that meets it
     await admin.connect();
-    alice = await mintToken(SECRET, { sub: 'alice', scopes: ['tasks:read', 'tasks:write'], ttl: '1h' });
-    [api1, api2, worker] = await Promise.all([startServer('api'), startServer('api'), startServer('worker', { RUNNER_CONCURRENCY: '2' })]);
+    alice = await mintToken(SECRET, {
+      sub: 'alice',
+      scopes: ['tasks:read', 'tasks:write'],
+      ttl: '1h',
+    });
+    [api1, api2] = await Promise.all([
+      startServer('api'),
+      startServer('api'),
+      startServer('worker', { RUNNER_CONCURRENCY: '2' }),
+    ]);
   });
 
   afterAll(async () => {
@@ -105,8 +121,14 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
   it('answers a poll on one api process with a change made through the other', async () => {
     const id = await startTask(api1, 'sleep', { ms: 3_600_000, steps: 1 });
     // Polled twice on api2: the second answer may come from its row cache.
-    expect((await gql(api2, GET, { id })).data.task).toMatchObject({ status: 'WORKING', version: 1 });
-    expect((await gql(api2, GET, { id })).data.task).toMatchObject({ status: 'WORKING', version: 1 });
+    expect((await gql(api2, GET, { id })).data.task).toMatchObject({
+      status: 'WORKING',
+      version: 1,
+    });
+    expect((await gql(api2, GET, { id })).data.task).toMatchObject({
+      status: 'WORKING',
+      version: 1,
+    });
     const cancelled = (await gql(api1, CANCEL, { id })).data.cancelTask;
     expect(cancelled.status).toBe('CANCELLED');
     const seen = await eventually(async () => {
@@ -115,15 +137,21 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
     });
     expect(seen.version).toBe(cancelled.version);
     // Once seen, never older.
-    for (let i = 0; i < 5; i++) expect((await gql(api2, GET, { id })).data.task.version).toBe(cancelled.version);
+    for (let i = 0; i < 5; i++)
+      expect((await gql(api2, GET, { id })).data.task.version).toBe(cancelled.version);
   });
 
   it('lets 500 subscribers across both api processes see one task complete, each in version order', async () => {
     const id = await startTask(api1, 'approval', { question: 'Ship it?' });
-    await eventually(async () => ((await gql(api1, GET, { id })).data.task.status === 'INPUT_REQUIRED' ? true : undefined));
+    await eventually(async () =>
+      (await gql(api1, GET, { id })).data.task.status === 'INPUT_REQUIRED' ? true : undefined,
+    );
     const followers = Array.from({ length: 500 }, (_, i) => follow(i % 2 === 0 ? api1 : api2, id));
     // Every subscriber holds the current state before the change happens.
-    await eventually(async () => (followers.every((f) => f.events.length > 0) ? true : undefined), 20_000);
+    await eventually(
+      async () => (followers.every((f) => f.events.length > 0) ? true : undefined),
+      20_000,
+    );
     expect(followers.every((f) => f.events[0]!.status === 'INPUT_REQUIRED')).toBe(true);
 
     const answered = await gql(api2, ANSWER, { id, key: 'decision', value: { approved: true } });
@@ -134,7 +162,11 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
     expect(final).toMatchObject({ status: 'COMPLETED', result: { approved: true } });
     for (const { events } of followers) {
       expectIncreasing(events.map((e) => e.version));
-      expect(events.at(-1)).toMatchObject({ status: 'COMPLETED', version: final.version, result: { approved: true } });
+      expect(events.at(-1)).toMatchObject({
+        status: 'COMPLETED',
+        version: final.version,
+        result: { approved: true },
+      });
     }
   });
 
@@ -144,8 +176,12 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
     for (let i = 0; i < 4; i++) ids.push(await startTask(api1, 'sleep', { ms: 1_500, steps: 5 }));
     const followers = ids.map((id) => follow(api2, id));
     // Mid-task: the first task has reported progress.
-    await eventually(async () => (followers[0]!.events.some((e) => (e.progress ?? 0) > 0) ? true : undefined));
-    const restoredBefore = servers.map((s) => s.logs().filter((l) => l.msg === 'listening connection restored').length);
+    await eventually(async () =>
+      followers[0]!.events.some((e) => (e.progress ?? 0) > 0) ? true : undefined,
+    );
+    const restoredBefore = servers.map(
+      (s) => s.logs().filter((l) => l.msg === 'listening connection restored').length,
+    );
 
     const cut = await admin.query<{ n: number }>(
       `select count(*)::int as n from (
@@ -157,13 +193,22 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
 
     // Every process notices and listens again, on its own.
     await eventually(async () =>
-      servers.every((s, i) => s.logs().filter((l) => l.msg === 'listening connection restored').length > restoredBefore[i]!) ? true : undefined,
+      servers.every(
+        (s, i) =>
+          s.logs().filter((l) => l.msg === 'listening connection restored').length >
+          restoredBefore[i]!,
+      )
+        ? true
+        : undefined,
     );
     const outcomes = await Promise.all(followers.map((f) => f.done));
     expect(outcomes.filter((o) => o.error !== undefined)).toEqual([]);
     for (const { events } of followers) {
       expectIncreasing(events.map((e) => e.version));
-      expect(events.at(-1)).toMatchObject({ status: 'COMPLETED', result: { sleptMs: expect.any(Number) } });
+      expect(events.at(-1)).toMatchObject({
+        status: 'COMPLETED',
+        result: { sleptMs: expect.any(Number) },
+      });
     }
     // Still serving: new work is accepted and run.
     const id = await startTask(api2, 'sleep', { ms: 0 });

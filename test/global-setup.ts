@@ -1,8 +1,6 @@
-import type { TestProject } from 'vitest/node';
 import pg from 'pg';
-import { Kysely, PostgresDialect } from 'kysely';
-import { migrate } from '../src/db/migrate.js';
-import type { Database } from '../src/db/types.js';
+import type { TestProject } from 'vitest/node';
+import { recreateMigratedDatabase } from './helpers/migrated-database.js';
 
 /**
  * With DATABASE_URL set, builds one migrated template database for this run; each test file
@@ -12,22 +10,20 @@ export default async function setup(project: TestProject) {
   const url = process.env.DATABASE_URL;
   if (!url) return;
   const template = `taskhandle_tpl_${process.pid}`;
+  await recreateMigratedDatabase(url, template);
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
-  await admin.query(`drop database if exists ${template}`);
-  await admin.query(`create database ${template}`);
-  const templateUrl = new URL(url);
-  templateUrl.pathname = `/${template}`;
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: templateUrl.toString(), max: 1 }) }) });
-  await migrate(db);
-  await db.destroy();
   project.provide('pgTemplate', template);
   project.provide('pgRun', String(process.pid));
   return async () => {
     // Drop databases this run's crashed test files left, then the template. Only this run's:
     // other runs may share the server (and `_` in a LIKE pattern matches any character).
-    const left = await admin.query<{ datname: string }>(`select datname from pg_database where starts_with(datname, $1) or datname = $2`, [`taskhandle_t_${process.pid}_`, template]);
-    for (const { datname } of left.rows) await admin.query(`drop database if exists ${datname} with (force)`);
+    const left = await admin.query<{ datname: string }>(
+      `select datname from pg_database where starts_with(datname, $1) or datname = $2`,
+      [`taskhandle_t_${process.pid}_`, template],
+    );
+    for (const { datname } of left.rows)
+      await admin.query(`drop database if exists ${datname} with (force)`);
     await admin.end();
   };
 }

@@ -1,19 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineTaskKind } from '../src/tasks/kinds.js';
 import { ADMIN_SCOPES, eventually, startTestApp, type TestApp } from './helpers/app.js';
-import { restClient, type RestResponse } from './helpers/rest.js';
+import { holdWith } from './helpers/kinds.js';
+import { type RestResponse, restClient } from './helpers/rest.js';
 
 /** Waits until cancelled; its poll interval is not a whole number of seconds. */
-const hold = defineTaskKind({
-  name: 'hold',
-  description: 'waits until cancelled',
-  inputSchema: { type: 'object' },
-  pollIntervalMs: 2_500,
-  run: ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
-});
-const quick = defineTaskKind({ ...hold, name: 'quick', pollIntervalMs: 200 });
+const hold = holdWith({ pollIntervalMs: 2_500 });
+const quick = holdWith({ name: 'quick', pollIntervalMs: 200 });
 
-const HANDLE_KEYS = ['createdAt', 'lastUpdatedAt', 'pollIntervalMs', 'resultType', 'status', 'taskId', 'ttlMs'];
+const HANDLE_KEYS = [
+  'createdAt',
+  'lastUpdatedAt',
+  'pollIntervalMs',
+  'resultType',
+  'status',
+  'taskId',
+  'ttlMs',
+];
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$/;
 const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
 
@@ -56,8 +58,15 @@ describe('POST /v1/jobs', () => {
     expect(res.status).toBe(202);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(Object.keys(res.body).sort()).toEqual(HANDLE_KEYS);
-    expect(res.body).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 60_000, pollIntervalMs: 2_500 });
-    expect(res.body.taskId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(res.body).toMatchObject({
+      resultType: 'task',
+      status: 'working',
+      ttlMs: 60_000,
+      pollIntervalMs: 2_500,
+    });
+    expect(res.body.taskId).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
     expect(res.body.createdAt).toMatch(ISO);
     expect(res.body.lastUpdatedAt).toBe(res.body.createdAt);
     expect(res.headers.get('location')).toBe(`/v1/jobs/${res.body.taskId}`);
@@ -74,8 +83,17 @@ describe('POST /v1/jobs', () => {
 
   it('stores the task so GraphQL sees the same one at once', async () => {
     const res = await post(alice, { kind: 'hold', input: { n: 7 } });
-    const read = await t.gql(`query($id: ID!) { task(id: $id) { id kind input status } }`, { id: res.body.taskId }, alice);
-    expect(read.data.task).toEqual({ id: res.body.taskId, kind: 'hold', input: { n: 7 }, status: 'WORKING' });
+    const read = await t.gql(
+      `query($id: ID!) { task(id: $id) { id kind input status } }`,
+      { id: res.body.taskId },
+      alice,
+    );
+    expect(read.data.task).toEqual({
+      id: res.body.taskId,
+      kind: 'hold',
+      input: { n: 7 },
+      status: 'WORKING',
+    });
   });
 
   it('answers 422 BAD_USER_INPUT for a bad body, an unknown kind or input that fails the schema', async () => {
@@ -110,7 +128,11 @@ describe('GET /v1/jobs/{id}', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(Object.keys(res.body).sort()).toEqual(HANDLE_KEYS);
-    expect(res.body).toMatchObject({ taskId: started.body.taskId, status: 'working', createdAt: started.body.createdAt });
+    expect(res.body).toMatchObject({
+      taskId: started.body.taskId,
+      status: 'working',
+      createdAt: started.body.createdAt,
+    });
     expect(res.headers.get('retry-after')).toBe('3');
   });
 
@@ -134,7 +156,11 @@ describe('GET /v1/jobs/{id}', () => {
   it('adds inputRequest while input_required, with a Retry-After', async () => {
     const started = await post(alice, { kind: 'approval', input: { question: 'Ship it?' } });
     const res = await untilStatus(alice, started.body.taskId, 'input_required');
-    expect(res.body.inputRequest).toMatchObject({ key: 'decision', message: 'Ship it?', schema: { type: 'object', required: ['approved'] } });
+    expect(res.body.inputRequest).toMatchObject({
+      key: 'decision',
+      message: 'Ship it?',
+      schema: { type: 'object', required: ['approved'] },
+    });
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
   });
@@ -155,12 +181,18 @@ describe('DELETE /v1/jobs/{id}', () => {
     const started = await post(alice, { kind: 'hold' });
     const res = await call('DELETE', `/v1/jobs/${started.body.taskId}`, { token: alice });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ resultType: 'task', taskId: started.body.taskId, status: 'cancelled' });
+    expect(res.body).toMatchObject({
+      resultType: 'task',
+      taskId: started.body.taskId,
+      status: 'cancelled',
+    });
     expect(res.headers.get('retry-after')).toBeNull();
     const again = await call('DELETE', `/v1/jobs/${started.body.taskId}`, { token: alice });
     expect(again.status).toBe(200);
     expect(again.body).toEqual(res.body);
-    expect((await call('GET', `/v1/jobs/${started.body.taskId}`, { token: alice })).body.status).toBe('cancelled');
+    expect(
+      (await call('GET', `/v1/jobs/${started.body.taskId}`, { token: alice })).body.status,
+    ).toBe('cancelled');
   });
 
   it('answers 409 TASK_TERMINAL for a completed task', async () => {
@@ -169,13 +201,19 @@ describe('DELETE /v1/jobs/{id}', () => {
     const res = await call('DELETE', `/v1/jobs/${started.body.taskId}`, { token: alice });
     expectProblem(res, 409, 'TASK_TERMINAL');
     expect(res.body.title).toBe('Conflict');
-    expect((await call('GET', `/v1/jobs/${started.body.taskId}`, { token: alice })).body.status).toBe('completed');
+    expect(
+      (await call('GET', `/v1/jobs/${started.body.taskId}`, { token: alice })).body.status,
+    ).toBe('completed');
   });
 
   it('answers 409 TASK_TERMINAL for a failed task', async () => {
     const started = await post(alice, { kind: 'sleep', input: { ms: 0, fail: 'no' } });
     await untilStatus(alice, started.body.taskId, 'failed');
-    expectProblem(await call('DELETE', `/v1/jobs/${started.body.taskId}`, { token: alice }), 409, 'TASK_TERMINAL');
+    expectProblem(
+      await call('DELETE', `/v1/jobs/${started.body.taskId}`, { token: alice }),
+      409,
+      'TASK_TERMINAL',
+    );
   });
 });
 
@@ -184,31 +222,76 @@ describe('POST /v1/jobs/{id}/input', () => {
     const started = await post(alice, { kind: 'approval', input: { question: 'Deploy?' } });
     const id = started.body.taskId;
     await untilStatus(alice, id, 'input_required');
-    const res = await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: { key: 'decision', value: { approved: true, comment: 'go' } } });
+    const res = await call('POST', `/v1/jobs/${id}/input`, {
+      token: alice,
+      body: { key: 'decision', value: { approved: true, comment: 'go' } },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ resultType: 'task', taskId: id, status: 'working' });
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
     const done = await untilStatus(alice, id, 'completed');
     expect(done.body.result).toEqual({ approved: true, comment: 'go' });
     // Answering again, now that it is over: 409.
-    expectProblem(await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: { key: 'decision', value: { approved: false } } }), 409, 'TASK_TERMINAL');
+    expectProblem(
+      await call('POST', `/v1/jobs/${id}/input`, {
+        token: alice,
+        body: { key: 'decision', value: { approved: false } },
+      }),
+      409,
+      'TASK_TERMINAL',
+    );
   });
 
   it('answers 422 for a value that fails the schema or a missing value, 409 NOT_AWAITING_INPUT for another key', async () => {
     const started = await post(alice, { kind: 'approval', input: { question: 'Delete prod?' } });
     const id = started.body.taskId;
     await untilStatus(alice, id, 'input_required');
-    expectProblem(await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: { key: 'decision', value: { approved: 'yes' } } }), 422, 'BAD_USER_INPUT');
-    expectProblem(await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: { key: 'decision' } }), 422, 'BAD_USER_INPUT');
-    expectProblem(await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: { value: true } }), 422, 'BAD_USER_INPUT');
-    expectProblem(await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: '{' }), 400, 'BAD_USER_INPUT');
-    expectProblem(await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: { key: 'other', value: 1 } }), 409, 'NOT_AWAITING_INPUT');
-    expect((await call('GET', `/v1/jobs/${id}`, { token: alice })).body.status).toBe('input_required');
+    expectProblem(
+      await call('POST', `/v1/jobs/${id}/input`, {
+        token: alice,
+        body: { key: 'decision', value: { approved: 'yes' } },
+      }),
+      422,
+      'BAD_USER_INPUT',
+    );
+    expectProblem(
+      await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: { key: 'decision' } }),
+      422,
+      'BAD_USER_INPUT',
+    );
+    expectProblem(
+      await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: { value: true } }),
+      422,
+      'BAD_USER_INPUT',
+    );
+    expectProblem(
+      await call('POST', `/v1/jobs/${id}/input`, { token: alice, body: '{' }),
+      400,
+      'BAD_USER_INPUT',
+    );
+    expectProblem(
+      await call('POST', `/v1/jobs/${id}/input`, {
+        token: alice,
+        body: { key: 'other', value: 1 },
+      }),
+      409,
+      'NOT_AWAITING_INPUT',
+    );
+    expect((await call('GET', `/v1/jobs/${id}`, { token: alice })).body.status).toBe(
+      'input_required',
+    );
   });
 
   it('answers 409 NOT_AWAITING_INPUT for a task that asks nothing', async () => {
     const started = await post(alice, { kind: 'hold' });
-    expectProblem(await call('POST', `/v1/jobs/${started.body.taskId}/input`, { token: alice, body: { key: 'decision', value: 1 } }), 409, 'NOT_AWAITING_INPUT');
+    expectProblem(
+      await call('POST', `/v1/jobs/${started.body.taskId}/input`, {
+        token: alice,
+        body: { key: 'decision', value: 1 },
+      }),
+      409,
+      'NOT_AWAITING_INPUT',
+    );
   });
 });
 
@@ -216,11 +299,20 @@ describe('GET /v1/jobs', () => {
   it('lists the caller’s tasks newest first, in cursor pages that never overlap', async () => {
     const lister = await t.token('lister');
     const started: Array<{ taskId: string; createdAt: string }> = [];
-    for (let i = 0; i < 5; i++) started.push((await post(lister, { kind: 'hold', input: { i } })).body);
+    for (let i = 0; i < 5; i++)
+      started.push((await post(lister, { kind: 'hold', input: { i } })).body);
     await post(bob, { kind: 'hold' }); // someone else's, never listed
     // Newest first; tasks created in the same millisecond are ordered by id, descending.
     const expected = [...started]
-      .sort((a, b) => (a.createdAt === b.createdAt ? (a.taskId < b.taskId ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1))
+      .sort((a, b) =>
+        a.createdAt === b.createdAt
+          ? a.taskId < b.taskId
+            ? 1
+            : -1
+          : a.createdAt < b.createdAt
+            ? 1
+            : -1,
+      )
       .map((h) => h.taskId);
 
     const seen: string[] = [];
@@ -239,7 +331,9 @@ describe('GET /v1/jobs', () => {
         expect(res.headers.get('link')).toBeNull();
         break;
       }
-      expect(res.headers.get('link')).toBe(`</v1/jobs?limit=2&cursor=${res.body.nextCursor}>; rel="next"`);
+      expect(res.headers.get('link')).toBe(
+        `</v1/jobs?limit=2&cursor=${res.body.nextCursor}>; rel="next"`,
+      );
       path = `/v1/jobs?limit=2&cursor=${encodeURIComponent(res.body.nextCursor)}`;
     }
     expect(pageSizes).toEqual([2, 2, 1]);
@@ -256,11 +350,31 @@ describe('GET /v1/jobs', () => {
     const both = await call('GET', '/v1/jobs?status=working,cancelled', { token: filterer });
     expect(both.body.tasks.map((h: { taskId: string }) => h.taskId).sort()).toEqual([a, b].sort());
     expect(both.body.nextCursor).toBeNull();
-    expectProblem(await call('GET', '/v1/jobs?status=sleeping', { token: filterer }), 422, 'BAD_USER_INPUT');
-    expectProblem(await call('GET', '/v1/jobs?limit=0', { token: filterer }), 422, 'BAD_USER_INPUT');
-    expectProblem(await call('GET', '/v1/jobs?limit=101', { token: filterer }), 422, 'BAD_USER_INPUT');
-    expectProblem(await call('GET', '/v1/jobs?limit=ten', { token: filterer }), 422, 'BAD_USER_INPUT');
-    expectProblem(await call('GET', '/v1/jobs?cursor=not-a-cursor', { token: filterer }), 422, 'BAD_USER_INPUT');
+    expectProblem(
+      await call('GET', '/v1/jobs?status=sleeping', { token: filterer }),
+      422,
+      'BAD_USER_INPUT',
+    );
+    expectProblem(
+      await call('GET', '/v1/jobs?limit=0', { token: filterer }),
+      422,
+      'BAD_USER_INPUT',
+    );
+    expectProblem(
+      await call('GET', '/v1/jobs?limit=101', { token: filterer }),
+      422,
+      'BAD_USER_INPUT',
+    );
+    expectProblem(
+      await call('GET', '/v1/jobs?limit=ten', { token: filterer }),
+      422,
+      'BAD_USER_INPUT',
+    );
+    expectProblem(
+      await call('GET', '/v1/jobs?cursor=not-a-cursor', { token: filterer }),
+      422,
+      'BAD_USER_INPUT',
+    );
   });
 });
 
@@ -273,7 +387,9 @@ describe('authorization', () => {
       ['DELETE', `/v1/jobs/${UNKNOWN_ID}`],
       ['POST', `/v1/jobs/${UNKNOWN_ID}/input`],
     ] as const) {
-      const res = await call(method, path, { body: method === 'POST' ? { kind: 'hold' } : undefined });
+      const res = await call(method, path, {
+        body: method === 'POST' ? { kind: 'hold' } : undefined,
+      });
       expectProblem(res, 401, 'UNAUTHENTICATED');
       expect(res.body.title).toBe('Unauthorized');
       expect(res.headers.get('www-authenticate')).toBe('Bearer');
@@ -302,10 +418,15 @@ describe('authorization', () => {
       ['GET', '/v1/jobs', writeOnly, 'tasks:read'],
       ['GET', `/v1/jobs/${task}`, writeOnly, 'tasks:read'],
     ] as const) {
-      const res = await call(method, path, { token, body: method === 'POST' ? { kind: 'hold', key: 'k', value: 1 } : undefined });
+      const res = await call(method, path, {
+        token,
+        body: method === 'POST' ? { kind: 'hold', key: 'k', value: 1 } : undefined,
+      });
       expectProblem(res, 403, 'FORBIDDEN');
       expect(res.body.title).toBe('Forbidden');
-      expect(res.headers.get('www-authenticate')).toBe(`Bearer error="insufficient_scope", scope="${scope}"`);
+      expect(res.headers.get('www-authenticate')).toBe(
+        `Bearer error="insufficient_scope", scope="${scope}"`,
+      );
     }
     // Nothing was cancelled.
     expect((await call('GET', `/v1/jobs/${task}`, { token: alice })).body.status).toBe('working');
@@ -320,7 +441,10 @@ describe('authorization', () => {
     ] as const) {
       const foreign = await call(method, `/v1/jobs/${bobsTask}${suffix}`, { token: alice, body });
       const unknown = await call(method, `/v1/jobs/${UNKNOWN_ID}${suffix}`, { token: alice, body });
-      const malformed = await call(method, `/v1/jobs/not-a-task-id${suffix}`, { token: alice, body });
+      const malformed = await call(method, `/v1/jobs/not-a-task-id${suffix}`, {
+        token: alice,
+        body,
+      });
       expectProblem(foreign, 404, 'NOT_FOUND');
       expect(foreign.body.title).toBe('Not Found');
       expect(foreign.text).toBe(unknown.text);

@@ -1,12 +1,17 @@
-import pino from 'pino';
 import { loadConfig } from '../config.js';
 import { connect } from '../db/connect.js';
 import { migrate } from '../db/migrate.js';
+import { createLogger } from '../log.js';
 
 /** `npm run migrate`: applies pending migrations and exits (the server also does this at boot). */
 const config = loadConfig();
-const log = pino({ level: config.logLevel });
-const db = await connect({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
+const log = createLogger(config.logLevel);
+const db = await connect({
+  databaseUrl: config.databaseUrl,
+  dataDir: config.dataDir,
+  timeouts: config.db,
+  log,
+});
 try {
   const applied = await migrate(db.kysely);
   console.log(applied.length ? `applied: ${applied.join(', ')}` : 'up to date');

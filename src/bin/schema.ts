@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { printSortedSchema } from '../graphql/index.js';
+import { printSortedSchema } from '../faces/graphql/index.js';
 
 /** `npm run schema`: writes the sorted, printed schema to schema.graphql. */
 const target = new URL('../../schema.graphql', import.meta.url);

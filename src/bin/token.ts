@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
-import { devSecret } from '../auth/dev-secret.js';
-import { mintToken } from '../auth/mint.js';
+import { mintConfiguredToken } from '../cli/token.js';
 import { ConfigError, loadConfig } from '../config.js';
 
 /**
@@ -16,20 +15,15 @@ try {
     },
   });
   if (!values.sub) throw new Error('--sub is required');
-  const config = loadConfig();
-  // With a key set configured the server refuses HS256, so a token minted here would not work.
-  if (config.auth.jwksUrl) throw new Error('tokens come from the identity provider when AUTH_JWKS_URL is set');
-  if (config.production && !config.auth.jwtSecret) throw new Error('NODE_ENV=production needs AUTH_JWT_SECRET to mint tokens');
-  const secret = config.auth.jwtSecret ?? devSecret(config.dataDir);
-  const token = await mintToken(secret, {
+  const token = await mintConfiguredToken(loadConfig(), {
     sub: values.sub,
     scopes: values.scope.split(/\s+/).filter(Boolean),
     ttl: values.ttl,
-    issuer: config.auth.issuer,
-    audience: config.auth.audience,
   });
   console.log(token);
 } catch (err) {
-  console.error(`taskhandle token: ${err instanceof ConfigError ? `configuration error: ${err.message}` : (err as Error).message}`);
+  console.error(
+    `taskhandle token: ${err instanceof ConfigError ? `configuration error: ${err.message}` : (err as Error).message}`,
+  );
   process.exit(2);
 }

@@ -1,38 +1,94 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { YogaServerInstance } from 'graphql-yoga';
-import type { Context } from '../graphql/builder.js';
-import { createGraphQLPostHandler } from './graphql-post.js';
-import type { ServerContext } from './yoga.js';
+import type { Logger } from 'pino';
+import type { Limits } from '../config.js';
+import { coerceError } from '../errors.js';
+import type { Context } from '../faces/graphql/builder.js';
+import { createGraphQLPostHandler } from '../faces/graphql/fast-post.js';
+import type { ServerContext } from '../faces/graphql/yoga.js';
+import { declaredTooLarge, PayloadTooLarge, readBody, sendTooLarge, setBodyLimit } from './body.js';
+import { applyCors } from './cors.js';
+import { sendProblem } from './problem.js';
 
 export interface HttpRoutes {
   /** `/readyz`: true once the database is reachable and migrated. */
   ready(): Promise<boolean>;
   /** GraphQL (and GraphiQL) on `/graphql`; absent in the worker role. */
   yoga?: YogaServerInstance<ServerContext, Context> | undefined;
-  /** The REST face on `/v1/jobs`; absent in the worker role. Resolves false when the path is not its own. */
-  rest?: ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>) | undefined;
+  /** Whether plain POSTs may skip yoga's HTTP layer (fast-post.ts). @default true */
+  graphqlDirect?: boolean;
+  /**
+   * The plain-HTTP faces (REST, MCP, A2A, metrics, the dashboard…), asked in turn; each
+   * resolves false when the path is not its own. Empty in the worker role but for metrics.
+   * A handler reads its body with `readBody` (src/http/body.ts) and lets what it throws
+   * propagate: the server answers PayloadTooLarge with 413 and anything unexpected with 500.
+   */
+  handlers: readonly RouteHandler[];
+  /** The body limit, timeouts and CORS origins of DESIGN §12. */
+  limits: Pick<
+    Limits,
+    'httpMaxBodyBytes' | 'httpHeadersTimeoutMs' | 'httpRequestTimeoutMs' | 'corsOrigins'
+  >;
+  log: Logger;
+  /** Called as each request arrives, before it is routed (request metrics, request logs). */
+  onRequest?: ReadonlyArray<(req: IncomingMessage, res: ServerResponse) => void>;
 }
+
+/** Serves a request whose path it owns and resolves true; resolves false, untouched, otherwise. */
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
-/** The node HTTP server: health on every role, then REST, then GraphQL. It does not listen. */
+/**
+ * The node HTTP server: CORS and the body limit for every route, health on every role, then
+ * each handler, then GraphQL. It does not listen.
+ */
 export function createHttpServer(routes: HttpRoutes): Server {
-  const graphql = routes.yoga ? createGraphQLPostHandler(routes.yoga) : undefined;
-  const server = createServer(async (req, res) => {
+  const { limits, log } = routes;
+  const graphql = routes.yoga
+    ? createGraphQLPostHandler(routes.yoga, routes.graphqlDirect ?? true)
+    : undefined;
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    for (const hook of routes.onRequest ?? []) hook(req, res);
+    setBodyLimit(req, limits.httpMaxBodyBytes);
+    if (applyCors(req, res, limits.corsOrigins)) return;
+    // Refused here for every handler, however it reads its body; chunked bodies by readBody.
+    if (declaredTooLarge(req)) await readBody(req);
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
     if (path === '/readyz') {
       const ready = await routes.ready().catch(() => false);
       return send(res, ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable' });
     }
-    if (routes.rest && (await routes.rest(req, res))) return;
+    for (const handler of routes.handlers) if (await handler(req, res)) return;
     if (graphql && path === '/graphql') return graphql(req, res);
     send(res, 404, { status: 404, title: 'Not Found' });
-  });
+  }
+
+  const server = createServer(
+    {
+      headersTimeout: limits.httpHeadersTimeoutMs,
+      requestTimeout: limits.httpRequestTimeoutMs,
+      // Node checks the two timeouts on this period (30 s by default): keep it well under them.
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, limits.httpHeadersTimeoutMs / 4)),
+    },
+    (req, res) => {
+      serve(req, res).catch((err: unknown) => {
+        if (err instanceof PayloadTooLarge) return sendTooLarge(res, err.limit);
+        log.error({ err: coerceError(err), method: req.method, url: req.url }, 'unexpected error');
+        if (res.headersSent) return void res.destroy();
+        sendProblem(res, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.');
+      });
+    },
+  );
   // Keep-alive sockets outlive a benchmark's burst; close idle ones promptly on stop.
   server.keepAliveTimeout = 5_000;
   return server;

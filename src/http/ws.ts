@@ -1,22 +1,81 @@
 import type { Server } from 'node:http';
-import type { ExecutionArgs } from 'graphql';
+import { type ExecutionArgs, type ExecutionResult, GraphQLError } from 'graphql';
 import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { authenticate } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
 import type { TokenVerifier } from '../auth/tokens.js';
-import type { Context } from '../graphql/builder.js';
-import type { ServerContext } from './yoga.js';
+import type { Limits } from '../config.js';
+import { coerceError } from '../errors.js';
+import type { Context } from '../faces/graphql/builder.js';
+import type { ServerContext } from '../faces/graphql/yoga.js';
 
 type Extra = {
   principal?: Principal;
   expiry?: NodeJS.Timeout;
 };
 
+const unexpected = () =>
+  new GraphQLError('Unexpected error.', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+
+/**
+ * What a failing operation sends, for that operation alone: graphql-ws closes the whole socket
+ * (4500, with the message) on anything thrown, so nothing may be.
+ */
+function operationErrors(err: unknown, log: Logger): GraphQLError[] {
+  if (err instanceof GraphQLError) {
+    if (err.extensions?.code) return [err];
+    // A syntax error: yoga gives it this code over HTTP.
+    return [new GraphQLError(err.message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
+  }
+  log.error({ err: coerceError(err) }, 'unexpected error in a WebSocket operation');
+  return [unexpected()];
+}
+
+/** Runs execute or subscribe; what it throws becomes the operation's error result. */
+async function settle<T>(run: () => T | Promise<T>, log: Logger): Promise<T | ExecutionResult> {
+  try {
+    return await run();
+  } catch (err) {
+    return { errors: operationErrors(err, log) };
+  }
+}
+
 type Enveloped = ReturnType<YogaServerInstance<ServerContext, Context>['getEnveloped']>;
+
+/** Messages only a server sends (graphql-transport-ws). */
+const SERVER_ONLY = new Set(['connection_ack', 'next', 'error']);
+
+function messageType(data: RawData): unknown {
+  try {
+    return (JSON.parse(String(data)) as { type?: unknown } | null)?.type;
+  } catch {
+    return undefined; // graphql-ws refuses it itself, with 4400
+  }
+}
+
+/**
+ * Closes with 4400 a socket whose client sends a message only a server may send. graphql-ws
+ * throws on those, and its ws glue answers a throw with 4500 and the error's message: a
+ * client's mistake reported as the server's. Must be registered before `useServer`, whose
+ * connection handler then attaches its message listener behind this check.
+ */
+function refuseServerMessages(wss: WebSocketServer): void {
+  wss.on('connection', (socket) => {
+    const on = socket.on.bind(socket);
+    socket.on = ((event: string, listener: (...args: unknown[]) => void) => {
+      if (event !== 'message') return on(event as 'close', listener);
+      return on('message', (data, isBinary) => {
+        if (SERVER_ONLY.has(messageType(data) as string))
+          return socket.close(CloseCode.BadRequest, 'Invalid message received');
+        listener(data, isBinary);
+      });
+    }) as typeof socket.on;
+  });
+}
 
 /**
  * graphql-ws on `/graphql`. A socket authenticates once, in `connection_init`
@@ -24,45 +83,82 @@ type Enveloped = ReturnType<YogaServerInstance<ServerContext, Context>['getEnvel
  * 4403 without a valid token and again when the token expires. Every operation goes through
  * yoga's envelop, so masking and the schema's authorization apply as over HTTP.
  */
-export function attachWebSockets(server: Server, yoga: YogaServerInstance<ServerContext, Context>, verifier: TokenVerifier, log: Logger) {
-  const wss = new WebSocketServer({ server, path: '/graphql' });
+export function attachWebSockets(
+  server: Server,
+  yoga: YogaServerInstance<ServerContext, Context>,
+  verifier: TokenVerifier,
+  log: Logger,
+  limits: Pick<Limits, 'wsMaxPayloadBytes' | 'wsMaxSubscriptionsPerSocket'>,
+) {
+  // A larger frame closes the socket with 1009 (Message Too Big), before it is buffered whole.
+  const wss = new WebSocketServer({
+    server,
+    path: '/graphql',
+    maxPayload: limits.wsMaxPayloadBytes,
+  });
+  refuseServerMessages(wss);
   const disposable = useServer<Record<string, unknown> | undefined, Extra>(
     {
       onConnect: async (ctx) => {
         const raw = ctx.connectionParams?.authorization;
-        const header = typeof raw === 'string' && !/^bearer\s/i.test(raw) ? `Bearer ${raw}` : (raw as string | undefined);
+        const header =
+          typeof raw === 'string' && !/^bearer\s/i.test(raw)
+            ? `Bearer ${raw}`
+            : (raw as string | undefined);
         const { principal } = await authenticate(verifier, header);
         if (!principal) return false; // graphql-ws closes with 4403 Forbidden
         ctx.extra.principal = principal;
         if (principal.expiresAt !== undefined) {
           const socket = (ctx.extra as unknown as { socket: WebSocket }).socket;
           const ms = Math.min(2 ** 31 - 1, principal.expiresAt - Date.now());
-          ctx.extra.expiry = setTimeout(() => socket.close(CloseCode.Forbidden, 'Forbidden: token expired'), Math.max(0, ms));
+          ctx.extra.expiry = setTimeout(
+            () => socket.close(CloseCode.Forbidden, 'Forbidden: token expired'),
+            Math.max(0, ms),
+          );
         }
         return true;
       },
       onClose: (ctx) => clearTimeout(ctx.extra.expiry),
       onSubscribe: async (ctx, _id, payload) => {
-        const enveloped: Enveloped = yoga.getEnveloped({
-          ...ctx,
-          wsPrincipal: ctx.extra.principal,
-          params: payload,
-        } as never);
-        const document = enveloped.parse(payload.query);
-        const errors = enveloped.validate(enveloped.schema, document);
-        if (errors.length > 0) return errors;
-        const args: ExecutionArgs = {
-          schema: enveloped.schema,
-          document,
-          operationName: payload.operationName ?? null,
-          variableValues: payload.variables ?? null,
-          contextValue: await enveloped.contextFactory(),
-          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
-        };
-        return args;
+        // graphql-ws's own registry of the socket's operations, this one included: a client's
+        // `complete` leaves it at once, so the count is never stale.
+        if (Object.keys(ctx.subscriptions).length > limits.wsMaxSubscriptionsPerSocket) {
+          return [
+            new GraphQLError(
+              `This socket already has WS_MAX_SUBSCRIPTIONS_PER_SOCKET (${limits.wsMaxSubscriptionsPerSocket}) live operations.`,
+              { extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' } },
+            ),
+          ];
+        }
+        try {
+          const enveloped: Enveloped = yoga.getEnveloped({
+            ...ctx,
+            wsPrincipal: ctx.extra.principal,
+            params: payload,
+          } as never);
+          const document = enveloped.parse(payload.query);
+          const errors = enveloped.validate(enveloped.schema, document);
+          if (errors.length > 0) return errors;
+          const args: ExecutionArgs = {
+            schema: enveloped.schema,
+            document,
+            operationName: payload.operationName ?? null,
+            variableValues: payload.variables ?? null,
+            contextValue: await enveloped.contextFactory(),
+            rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
+          };
+          return args;
+        } catch (err) {
+          return operationErrors(err, log);
+        }
       },
-      execute: (args) => (args.rootValue as { execute: Enveloped['execute'] }).execute(args),
-      subscribe: (args) => (args.rootValue as { subscribe: Enveloped['subscribe'] }).subscribe(args),
+      execute: (args) =>
+        settle(() => (args.rootValue as { execute: Enveloped['execute'] }).execute(args), log),
+      subscribe: (args) =>
+        settle(
+          () => (args.rootValue as { subscribe: Enveloped['subscribe'] }).subscribe(args),
+          log,
+        ),
       onError: (_ctx, _id, _payload, errors) => {
         log.debug({ errors }, 'websocket operation error');
       },

@@ -1,14 +1,15 @@
-import { createClient, type Client } from 'graphql-ws';
+import { type Client, createClient } from 'graphql-ws';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { createApp, type App } from '../../src/app.js';
+import { type App, type AppOptions, createApp } from '../../src/app.js';
 import { mintToken } from '../../src/auth/mint.js';
 import { ALL_SCOPES } from '../../src/auth/principal.js';
 import { loadConfig } from '../../src/config.js';
 import type { TaskKind } from '../../src/tasks/kinds.js';
 import { freshDatabase, type TestDatabase } from './db.js';
+import { SECRET } from './secret.js';
 
-export const SECRET = 'taskhandle-test-secret-0123456789abcdef';
+export { SECRET };
 
 export interface TestAppOptions {
   /** Environment on top of the test defaults (auth secret, port 0, silent logs). */
@@ -17,14 +18,19 @@ export interface TestAppOptions {
   replaceBuiltInKinds?: boolean;
   /** Share a database with another app (Postgres only); default: a fresh one. */
   database?: TestDatabase;
-  backstopMs?: number;
   /** The app's logger (e.g. pino writing to a stream a test reads); default: pino at LOG_LEVEL. */
   log?: Logger;
+  /** yoga plugins for `/graphql` (AppOptions.graphqlPlugins). */
+  graphqlPlugins?: AppOptions['graphqlPlugins'];
 }
 
 export interface GraphQLResponse<T = any> {
   data?: T | null;
-  errors?: Array<{ message: string; extensions?: { code?: string } & Record<string, unknown>; path?: Array<string | number> }>;
+  errors?: Array<{
+    message: string;
+    extensions?: { code?: string } & Record<string, unknown>;
+    path?: Array<string | number>;
+  }>;
 }
 
 export interface TestApp {
@@ -35,7 +41,11 @@ export interface TestApp {
   /** Mints a token for `sub` (default scopes: read and write). */
   token(sub: string, scopes?: readonly string[], ttl?: string | number): Promise<string>;
   /** POSTs a GraphQL operation; `token` null sends no Authorization header. */
-  gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string | null): Promise<GraphQLResponse<T>>;
+  gql<T = any>(
+    query: string,
+    variables?: Record<string, unknown>,
+    token?: string | null,
+  ): Promise<GraphQLResponse<T>>;
   /** A graphql-ws client authenticated with `token`. */
   ws(token: string | null, options?: { retryAttempts?: number }): Client;
   stop(): Promise<void>;
@@ -59,8 +69,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     config,
     kinds: options.kinds ?? [],
     replaceBuiltInKinds: options.replaceBuiltInKinds ?? false,
-    ...(options.backstopMs ? { backstopMs: options.backstopMs } : {}),
     ...(options.log ? { log: options.log } : {}),
+    ...(options.graphqlPlugins ? { graphqlPlugins: options.graphqlPlugins } : {}),
   });
   const url = await app.listen();
   const wsUrl = `${url.replace(/^http/, 'ws')}/graphql`;
@@ -70,11 +80,15 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     url,
     wsUrl,
     database,
-    token: (sub, scopes = ['tasks:read', 'tasks:write'], ttl = '1h') => mintToken(SECRET, { sub, scopes, ttl }),
+    token: (sub, scopes = ['tasks:read', 'tasks:write'], ttl = '1h') =>
+      mintToken(SECRET, { sub, scopes, ttl }),
     async gql(query, variables = {}, token = null) {
       const response = await fetch(`${url}/graphql`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
         body: JSON.stringify({ query, variables }),
       });
       return (await response.json()) as GraphQLResponse;
@@ -102,14 +116,19 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
 export const ADMIN_SCOPES = ALL_SCOPES;
 
 /** Collects every event of a subscription until it completes (or errors). */
-export function collect<T = any>(client: Client, query: string, variables: Record<string, unknown>): Promise<{ events: T[]; error?: unknown }> {
+export function collect<T = any>(
+  client: Client,
+  query: string,
+  variables: Record<string, unknown>,
+): Promise<{ events: T[]; error?: unknown }> {
   return new Promise((resolve) => {
     const events: T[] = [];
     client.subscribe<T>(
       { query, variables },
       {
         // graphql-ws reports a refused subscription (NOT_FOUND, FORBIDDEN…) as a result with errors.
-        next: (value) => (value.errors ? resolve({ events, error: value.errors }) : events.push(value.data as T)),
+        next: (value) =>
+          value.errors ? resolve({ events, error: value.errors }) : events.push(value.data as T),
         error: (error) => resolve({ events, error }),
         complete: () => resolve({ events }),
       },
@@ -118,7 +137,11 @@ export function collect<T = any>(client: Client, query: string, variables: Recor
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, everyMs = 25): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  everyMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -128,4 +151,4 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
   }
 }
 
-export const TASK_FIELDS = 'id kind status statusMessage progress version createdAt lastUpdatedAt ttlMs expiresAt pollIntervalMs input result error { code message } inputRequest { key message schema }';
+export { TASK_FIELDS } from './operations.js';

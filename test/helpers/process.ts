@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { SECRET } from './app.js';
+import { SECRET } from './secret.js';
 
 /** Where `src/main.ts` runs from, as `npm start` runs it. */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -21,9 +22,36 @@ export interface NodeProcess {
   stderr(): string;
 }
 
+export interface SpawnOptions {
+  args?: string[];
+  /** Node's own flags, before `--import tsx` (`--cpu-prof`, `--expose-gc`). */
+  flags?: string[];
+  /** Opens an IPC channel (`child.send`, the child's `message` events). */
+  ipc?: boolean;
+  /**
+   * Writes stdout and stderr to this file instead of keeping them (long runs such as the
+   * benchmark's servers); `logs()`, `stdout()` and `stderr()` then stay empty.
+   */
+  logFile?: string;
+}
+
 /** Runs `script` with `node --import tsx`, as users do, in exactly the environment `env`. */
-export function spawnNode(script: string, env: Record<string, string | undefined>, args: string[] = []): NodeProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnNode(
+  script: string,
+  env: Record<string, string | undefined>,
+  options: SpawnOptions = {},
+): NodeProcess {
+  const output = options.logFile ? openSync(options.logFile, 'w') : 'pipe';
+  const child = spawn(
+    process.execPath,
+    [...(options.flags ?? []), '--import', 'tsx', script, ...(options.args ?? [])],
+    {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', output, output, ...(options.ipc ? ['ipc' as const] : [])],
+    },
+  );
+  if (typeof output === 'number') closeSync(output); // the child holds its own copy
   const exited = new Promise<Exit>((resolve, reject) => {
     child.once('close', (code, signal) => resolve({ code, signal }));
     child.once('error', reject);
@@ -32,14 +60,14 @@ export function spawnNode(script: string, env: Record<string, string | undefined
   let stdout = '';
   let stderr = '';
   let buffered = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
     buffered += chunk.toString();
     const parts = buffered.split('\n');
     buffered = parts.pop()!;
     for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part));
   });
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return { child, exited, logs: () => lines, stdout: () => stdout, stderr: () => stderr };
 }
 
@@ -63,7 +91,11 @@ export interface ServerProcess extends NodeProcess {
  * Starts `src/main.ts` in `role` on `databaseUrl`; resolves at its "taskhandle listening" line.
  * Rejects (and kills the process) if it exits first or does not listen within 30 s.
  */
-export function spawnServer({ role, databaseUrl, env = {} }: ServerOptions): Promise<ServerProcess> {
+export function spawnServer({
+  role,
+  databaseUrl,
+  env = {},
+}: ServerOptions): Promise<ServerProcess> {
   const node = spawnNode('src/main.ts', {
     ...process.env,
     DATABASE_URL: databaseUrl,
@@ -106,11 +138,123 @@ export function spawnServer({ role, databaseUrl, env = {} }: ServerOptions): Pro
 }
 
 /** POSTs a GraphQL operation to the server at `url` as the bearer of `token`; the parsed body. */
-export async function gqlAt(url: string, query: string, variables: Record<string, unknown>, token: string): Promise<any> {
+export async function gqlAt(
+  url: string,
+  query: string,
+  variables: Record<string, unknown>,
+  token: string,
+): Promise<any> {
   const response = await fetch(`${url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ query, variables }),
   });
   return response.json();
+}
+
+/** `npm start` in a process group of its own, as a terminal or a container runtime runs it. */
+export interface NpmStart {
+  /** The npm process; its pid is also the group's id. */
+  npm: ChildProcess;
+  /** The server's pid, from its log lines. */
+  nodePid: number;
+  url: string;
+  /** Everything npm and the server wrote to stdout (npm's banner, the printed URLs, logs). */
+  stdout(): string;
+  stderr(): string;
+  logs(): Array<Record<string, any>>;
+  exited: Promise<Exit>;
+  /** Sends `signal` to every process of the group. */
+  signalGroup(signal: NodeJS.Signals): void;
+}
+
+/**
+ * Runs `npm start` in `env` (on top of the test process's own) in a new process group and
+ * resolves once the server logs "taskhandle listening". Rejects, killing the group, if it
+ * exits first or does not listen within 120 s.
+ */
+export function spawnNpmStart(env: Record<string, string | undefined>): Promise<NpmStart> {
+  const npm = spawn('npm', ['start'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const exited = new Promise<Exit>((resolve, reject) => {
+    npm.once('close', (code, signal) => resolve({ code, signal }));
+    npm.once('error', reject);
+  });
+  const lines: Array<Record<string, any>> = [];
+  let stdout = '';
+  let stderr = '';
+  let buffered = '';
+  npm.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    buffered += chunk.toString();
+    const parts = buffered.split('\n');
+    buffered = parts.pop()!;
+    for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part));
+  });
+  npm.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-npm.pid!, signal);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
+  };
+  return new Promise((resolve, reject) => {
+    const settle = () => {
+      clearTimeout(timer);
+      npm.stdout!.off('data', onData);
+    };
+    const fail = (why: string) => {
+      settle();
+      signalGroup('SIGKILL');
+      reject(new Error(`npm start ${why} before listening: ${stderr}`));
+    };
+    const onData = () => {
+      const listening = lines.find((l) => l.msg === 'taskhandle listening');
+      if (!listening) return;
+      settle();
+      resolve({
+        npm,
+        nodePid: listening.pid as number,
+        url: listening.url as string,
+        stdout: () => stdout,
+        stderr: () => stderr,
+        logs: () => lines,
+        exited,
+        signalGroup,
+      });
+    };
+    const timer = setTimeout(() => fail('did not start within 120 s'), 120_000).unref();
+    npm.stdout!.on('data', onData);
+    exited.then(
+      ({ code, signal }) => fail(`exited (${code ?? signal})`),
+      (err: Error) => fail(`failed to spawn (${err.message})`),
+    );
+  });
+}
+
+/** True while a process with this pid exists (zombies included). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** True while any process of group `pgid` exists. */
+export function groupAlive(pgid: number): boolean {
+  return alive(-pgid);
+}
+
+/** The parent pid of process `pid`, from /proc. */
+export function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Field 4, after the command name in parentheses (which may itself hold spaces).
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }

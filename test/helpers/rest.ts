@@ -15,7 +15,12 @@ export interface RestCall {
   headers?: Record<string, string>;
 }
 
-export async function rest<T = any>(baseUrl: string, method: string, path: string, call: RestCall = {}): Promise<RestResponse<T>> {
+export async function rest<T = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  call: RestCall = {},
+): Promise<RestResponse<T>> {
   const headers: Record<string, string> = { ...call.headers };
   if (call.token) headers.authorization = `Bearer ${call.token}`;
   let body: string | undefined;
@@ -23,7 +28,11 @@ export async function rest<T = any>(baseUrl: string, method: string, path: strin
     headers['content-type'] ??= 'application/json';
     body = typeof call.body === 'string' ? call.body : JSON.stringify(call.body);
   }
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await response.text();
   let parsed: unknown;
   try {
@@ -36,5 +45,6 @@ export async function rest<T = any>(baseUrl: string, method: string, path: strin
 
 /** Binds `rest` to one app's base URL. */
 export function restClient(baseUrl: string) {
-  return <T = any>(method: string, path: string, call?: RestCall) => rest<T>(baseUrl, method, path, call);
+  return <T = any>(method: string, path: string, call?: RestCall) =>
+    rest<T>(baseUrl, method, path, call);
 }

@@ -1,18 +1,23 @@
-import { toActor } from '../auth/principal.js';
-import { ServiceError } from '../tasks/errors.js';
-import type { TaskKind } from '../tasks/kinds.js';
-import { encodeCursor } from '../tasks/service.js';
-import type { TaskStatus } from '../tasks/status.js';
-import type { InputRequest, Task, TaskFailure } from '../tasks/task.js';
+import { toActor } from '../../auth/principal.js';
+import { ServiceError } from '../../errors.js';
+import { encodeCursor } from '../../tasks/cursor.js';
+import type { TaskKind } from '../../tasks/kinds.js';
+import type { InputRequest, TaskFailure, TaskStatus } from '../../tasks/status.js';
+import type { Task } from '../../tasks/task.js';
+import { mayReadPayloads } from '../../tasks/visibility.js';
 import { builder, type Context } from './builder.js';
+import { TaskWebhookInput } from './webhook-input.js';
 
 /** The caller as the domain sees it. Field scopes have already required a principal. */
 function actor(context: Context) {
-  if (!context.principal) throw context.authError ?? new ServiceError('UNAUTHENTICATED', 'Authentication required.');
+  if (!context.principal)
+    throw context.authError ?? new ServiceError('UNAUTHENTICATED', 'Authentication required.');
   return toActor(context.principal);
 }
 
-const isOwner = (task: Task, _args: unknown, context: Context) => context.principal?.sub === task.owner;
+const viewer = (context: Context) => (context.principal ? toActor(context.principal) : null);
+const mayReadTaskPayloads = (task: Task, _args: unknown, context: Context) =>
+  mayReadPayloads(task, viewer(context));
 
 export const TaskStatusEnum = builder.enumType('TaskStatus', {
   values: {
@@ -25,7 +30,8 @@ export const TaskStatusEnum = builder.enumType('TaskStatus', {
 });
 
 const TaskErrorRef = builder.objectRef<TaskFailure>('TaskError').implement({
-  description: 'Why a task failed: HANDLER_ERROR, TIMEOUT, WORKER_LOST, or a code the handler chose.',
+  description:
+    'Why a task failed: HANDLER_ERROR, TIMEOUT, WORKER_LOST, or a code the handler chose.',
   fields: (t) => ({
     code: t.exposeString('code'),
     message: t.exposeString('message'),
@@ -48,18 +54,23 @@ export const TaskRef = builder.objectRef<Task>('Task').implement({
     kind: t.exposeString('kind'),
     status: t.field({ type: TaskStatusEnum, resolve: (task) => task.status }),
     statusMessage: t.exposeString('statusMessage', { nullable: true }),
-    progress: t.exposeFloat('progress', { nullable: true, description: '0..1 once the handler reports it.' }),
+    progress: t.exposeFloat('progress', {
+      nullable: true,
+      description: '0..1 once the handler reports it.',
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     lastUpdatedAt: t.expose('lastUpdatedAt', { type: 'DateTime' }),
     ttlMs: t.exposeInt('ttlMs', { description: 'Effective retention, from createdAt.' }),
     expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
-    pollIntervalMs: t.exposeInt('pollIntervalMs', { description: 'How long a poller should wait before asking again.' }),
+    pollIntervalMs: t.exposeInt('pollIntervalMs', {
+      description: 'How long a poller should wait before asking again.',
+    }),
     version: t.exposeInt('version', { description: '1 at creation, +1 on every change.' }),
     input: t.field({
       type: 'JSON',
       nullable: true,
       description: 'What startTask received. Owner only; null for anyone else.',
-      authScopes: isOwner,
+      authScopes: mayReadTaskPayloads,
       unauthorizedResolver: () => null,
       resolve: (task) => task.input ?? null,
     }),
@@ -67,22 +78,28 @@ export const TaskRef = builder.objectRef<Task>('Task').implement({
       type: 'JSON',
       nullable: true,
       description: 'Set when COMPLETED. Owner only; null for anyone else.',
-      authScopes: isOwner,
+      authScopes: mayReadTaskPayloads,
       unauthorizedResolver: () => null,
       resolve: (task) => task.result ?? null,
     }),
-    error: t.field({ type: TaskErrorRef, nullable: true, description: 'Set when FAILED.', resolve: (task) => task.error }),
+    error: t.field({
+      type: TaskErrorRef,
+      nullable: true,
+      description: 'Set when FAILED.',
+      resolve: (task) => task.error,
+    }),
     inputRequest: t.field({
       type: TaskInputRequestRef,
       nullable: true,
       description: 'Set when INPUT_REQUIRED. Owner only; null for anyone else.',
-      authScopes: isOwner,
+      authScopes: mayReadTaskPayloads,
       unauthorizedResolver: () => null,
       resolve: (task) => task.inputRequest,
     }),
     owner: t.exposeString('owner', {
       nullable: true,
       description: 'The principal that started the task. Admins only; null for anyone else.',
+      // The admin scope is what mayReadOwner asks of an actor; declared as a scope so it shows.
       authScopes: { admin: true },
       unauthorizedResolver: () => null,
     }),
@@ -97,14 +114,21 @@ const TaskKindRef = builder.objectRef<TaskKind>('TaskKind').implement({
   }),
 });
 
-const PageInfoRef = builder.objectRef<{ hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null }>('PageInfo').implement({
-  fields: (t) => ({
-    hasNextPage: t.exposeBoolean('hasNextPage'),
-    hasPreviousPage: t.exposeBoolean('hasPreviousPage'),
-    startCursor: t.exposeString('startCursor', { nullable: true }),
-    endCursor: t.exposeString('endCursor', { nullable: true }),
-  }),
-});
+const PageInfoRef = builder
+  .objectRef<{
+    hasNextPage: boolean;
+    hasPreviousPage: boolean;
+    startCursor: string | null;
+    endCursor: string | null;
+  }>('PageInfo')
+  .implement({
+    fields: (t) => ({
+      hasNextPage: t.exposeBoolean('hasNextPage'),
+      hasPreviousPage: t.exposeBoolean('hasPreviousPage'),
+      startCursor: t.exposeString('startCursor', { nullable: true }),
+      endCursor: t.exposeString('endCursor', { nullable: true }),
+    }),
+  });
 
 const TaskEdgeRef = builder.objectRef<{ cursor: string; node: Task }>('TaskEdge').implement({
   fields: (t) => ({
@@ -114,7 +138,15 @@ const TaskEdgeRef = builder.objectRef<{ cursor: string; node: Task }>('TaskEdge'
 });
 
 const TaskConnectionRef = builder
-  .objectRef<{ edges: Array<{ cursor: string; node: Task }>; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null } }>('TaskConnection')
+  .objectRef<{
+    edges: Array<{ cursor: string; node: Task }>;
+    pageInfo: {
+      hasNextPage: boolean;
+      hasPreviousPage: boolean;
+      startCursor: string | null;
+      endCursor: string | null;
+    };
+  }>('TaskConnection')
   .implement({
     fields: (t) => ({
       edges: t.field({ type: [TaskEdgeRef], resolve: (c) => c.edges }),
@@ -127,7 +159,13 @@ const StartTaskInput = builder.inputType('StartTaskInput', {
     kind: t.string({ required: true }),
     input: t.field({ type: 'JSON' }),
     ttlMs: t.int({ description: 'Clamped to [TASK_MIN_TTL_MS, TASK_MAX_TTL_MS].' }),
-    idempotencyKey: t.string({ description: '1..255 printable characters; the same key and request return the same task.' }),
+    idempotencyKey: t.string({
+      description: '1..255 printable characters; the same key and request return the same task.',
+    }),
+    webhook: t.field({
+      type: TaskWebhookInput,
+      description: 'Pushes every status change, from the first, to this URL.',
+    }),
   }),
 });
 
@@ -152,7 +190,9 @@ builder.queryFields((t) => ({
       first: t.arg.int(),
       after: t.arg.string(),
       status: t.arg({ type: [TaskStatusEnum] }),
-      owner: t.arg.string({ description: 'Admins only: list this principal’s tasks instead of your own.' }),
+      owner: t.arg.string({
+        description: 'Admins only: list this principal’s tasks instead of your own.',
+      }),
     },
     resolve: async (_root, args, context) => {
       const page = await context.tasks.list(actor(context), {
@@ -183,7 +223,8 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   startTask: t.field({
     type: TaskRef,
-    description: 'Accepts the work and returns its handle at once; the task is stored before this answers.',
+    description:
+      'Accepts the work and returns its handle at once; the task is stored before this answers.',
     authScopes: { write: true },
     args: { input: t.arg({ type: StartTaskInput, required: true }) },
     resolve: async (_root, { input }, context) => {
@@ -192,6 +233,9 @@ builder.mutationFields((t) => ({
         input: input.input,
         ttlMs: input.ttlMs ?? null,
         idempotencyKey: input.idempotencyKey ?? null,
+        webhook: input.webhook
+          ? { url: input.webhook.url, secret: input.webhook.secret ?? null }
+          : null,
       });
       return task;
     },
@@ -210,17 +254,40 @@ builder.mutationFields((t) => ({
       key: t.arg.string({ required: true }),
       value: t.arg({ type: 'JSON', required: true }),
     },
-    resolve: (_root, { id, key, value }, context) => context.tasks.provideInput(actor(context), String(id), key, value),
+    resolve: (_root, { id, key, value }, context) =>
+      context.tasks.provideInput(actor(context), String(id), key, value),
   }),
 }));
 
 builder.subscriptionFields((t) => ({
   taskUpdated: t.field({
     type: TaskRef,
-    description: 'The current state, then every later version in order; completes after the final state (or when the task expires, or the token does).',
+    description:
+      'The current state, then every later version in order; completes after the final state (or when the task expires, or the token does).',
     authScopes: { read: true },
     args: { id: t.arg.id({ required: true }) },
-    subscribe: (_root, { id }, context) => context.tasks.subscribe(actor(context), String(id), context.streamUntil),
+    subscribe: (_root, { id }, context) =>
+      context.tasks.subscribe(actor(context), String(id), context.streamUntil),
+    resolve: (task: Task) => task,
+  }),
+  tasksUpdated: t.field({
+    type: TaskRef,
+    description:
+      'Every later change of your tasks, in version order per task (no initial state: query `tasks` after subscribing). Admins may follow another principal with `owner` (payloads stay null). Completes when the token expires.',
+    authScopes: { read: true },
+    args: {
+      status: t.arg({ type: [TaskStatusEnum], description: 'Only changes into these statuses.' }),
+      owner: t.arg.string({ description: 'Admins only: follow this principal’s tasks.' }),
+    },
+    subscribe: (_root, args, context) =>
+      context.tasks.subscribeAll(
+        actor(context),
+        {
+          statuses: (args.status as TaskStatus[] | null | undefined) ?? null,
+          owner: args.owner ?? null,
+        },
+        context.streamUntil,
+      ),
     resolve: (task: Task) => task,
   }),
 }));

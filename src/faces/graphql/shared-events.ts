@@ -1,6 +1,12 @@
-import { createSourceEventStream, execute, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
-import type { Context } from '../graphql/builder.js';
+import {
+  createSourceEventStream,
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  execute,
+} from 'graphql';
+import { isAsyncIterable, mapAsyncIterator, type Plugin } from 'graphql-yoga';
+import type { Context } from './builder.js';
 
 type Results = Map<DocumentNode, Map<string, ExecutionResult | Promise<ExecutionResult>>>;
 
@@ -24,14 +30,24 @@ export function useSharedEventResults(): Plugin<Context> {
         const source = await createSourceEventStream(args);
         if (!isAsyncIterable(source)) return source;
         const viewer = viewerKey(args);
-        return mapEvents(source, (event) => {
-          if (typeof event !== 'object' || event === null || viewer === undefined) return execute({ ...args, rootValue: event });
+        return mapAsyncIterator(source, (event: unknown) => {
+          if (typeof event !== 'object' || event === null || viewer === undefined)
+            return execute({ ...args, rootValue: event });
           let perDocument = byEvent.get(event);
-          if (!perDocument) byEvent.set(event, (perDocument = new Map()));
+          if (!perDocument) {
+            perDocument = new Map();
+            byEvent.set(event, perDocument);
+          }
           let perViewer = perDocument.get(args.document);
-          if (!perViewer) perDocument.set(args.document, (perViewer = new Map()));
+          if (!perViewer) {
+            perViewer = new Map();
+            perDocument.set(args.document, perViewer);
+          }
           let result = perViewer.get(viewer);
-          if (!result) perViewer.set(viewer, (result = execute({ ...args, rootValue: event })));
+          if (!result) {
+            result = execute({ ...args, rootValue: event });
+            perViewer.set(viewer, result);
+          }
           return result;
         });
       });
@@ -50,31 +66,4 @@ function viewerKey(args: ExecutionArgs): string | undefined {
     return undefined;
   }
   return `${principal.sub}\n${[...principal.scopes].sort().join(' ')}\n${args.operationName ?? ''}\n${variables}`;
-}
-
-function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
-}
-
-/** Maps an event stream, passing `return` through so that unsubscribing ends the source. */
-function mapEvents<T>(source: AsyncIterable<unknown>, map: (event: unknown) => T | Promise<T>): AsyncIterableIterator<T> {
-  const iterator = source[Symbol.asyncIterator]();
-  const mapped: AsyncIterableIterator<T> = {
-    async next() {
-      const step = await iterator.next();
-      return step.done ? { done: true, value: undefined } : { done: false, value: await map(step.value) };
-    },
-    async return() {
-      await iterator.return?.();
-      return { done: true, value: undefined };
-    },
-    async throw(error: unknown) {
-      await iterator.return?.();
-      throw error;
-    },
-    [Symbol.asyncIterator]() {
-      return mapped;
-    },
-  };
-  return mapped;
 }

@@ -1,9 +1,9 @@
 import SchemaBuilder from '@pothos/core';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
-import { GraphQLError, getArgumentValues, type GraphQLResolveInfo } from 'graphql';
-import { SCOPES, hasScope, type Principal } from '../auth/principal.js';
-import type { ServiceError } from '../tasks/errors.js';
-import type { TaskService } from '../tasks/service.js';
+import { GraphQLError, type GraphQLResolveInfo, getArgumentValues } from 'graphql';
+import { hasScope, type Principal, SCOPES } from '../../auth/principal.js';
+import type { ServiceError } from '../../errors.js';
+import type { TaskService } from '../../tasks/service.js';
 
 /** Per-request (per-operation over WebSocket) context. */
 export interface Context {
@@ -63,11 +63,21 @@ export const builder = new SchemaBuilder<{
       const code = context.principal === null ? 'UNAUTHENTICATED' : 'FORBIDDEN';
       // A refused root field is a refused operation, audited. A refused nested field (a payload an
       // admin may not read) also passes here, but resolves to null: that is no refusal to log.
-      if (!info.path.prev) context.tasks.refused(context.principal?.sub ?? null, info.fieldName, idArgument(info), code);
+      if (!info.path.prev)
+        context.tasks.refused(
+          context.principal?.sub ?? null,
+          info.fieldName,
+          idArgument(info),
+          code,
+        );
       return code === 'UNAUTHENTICATED'
-        ? new GraphQLError(context.authError?.message ?? 'Authentication required: send "Authorization: Bearer <token>".', {
-            extensions: { code },
-          })
+        ? new GraphQLError(
+            context.authError?.message ??
+              'Authentication required: send "Authorization: Bearer <token>".',
+            {
+              extensions: { code },
+            },
+          )
         : new GraphQLError('The token lacks the scope this field needs.', { extensions: { code } });
     },
   },

@@ -1,7 +1,7 @@
 import { GraphQLError } from 'graphql';
-import { maskError as yogaMaskError, type YogaLogger } from 'graphql-yoga';
+import { type YogaLogger, maskError as yogaMaskError } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import { ServiceError } from '../tasks/errors.js';
+import { ServiceError } from '../../errors.js';
 
 function serviceErrorOf(error: unknown): ServiceError | undefined {
   if (error instanceof ServiceError) return error;
@@ -18,7 +18,10 @@ export function maskError(error: unknown, message: string, isDev?: boolean): Err
   if (expected) {
     const located = error instanceof GraphQLError ? error : undefined;
     return new GraphQLError(expected.message, {
-      ...(located ? { nodes: located.nodes, source: located.source, positions: located.positions, path: located.path } : {}),
+      ...(located?.nodes ? { nodes: located.nodes } : {}),
+      ...(located?.source ? { source: located.source } : {}),
+      ...(located?.positions ? { positions: located.positions } : {}),
+      ...(located?.path ? { path: located.path } : {}),
       extensions: { code: expected.code, ...expected.details },
     });
   }
@@ -34,7 +37,8 @@ export function yogaLogger(log: Logger): YogaLogger {
     error: (...args) => {
       const [first] = args;
       if (serviceErrorOf(first)) return;
-      const err = first instanceof GraphQLError && first.originalError ? first.originalError : first;
+      const err =
+        first instanceof GraphQLError && first.originalError ? first.originalError : first;
       log.error({ err }, 'unexpected error while serving GraphQL');
     },
   };

@@ -1,0 +1,97 @@
+import { type ExecutionResult, GraphQLError } from 'graphql';
+import { createGraphQLError, type GraphQLParams, type Plugin } from 'graphql-yoga';
+
+/**
+ * GraphQL over HTTP as DESIGN §12 has it. POST takes `application/json` only: a form,
+ * multipart or text/plain body is what a page on another site can send without a preflight,
+ * so it is refused (415) before anything is parsed. GET stays open for queries (yoga refuses
+ * mutations over GET). A body that is not JSON gets a short coded error that echoes nothing.
+ */
+
+const JSON_TYPE = /^application\/json\s*(?:;|$)/i;
+
+function refusal(
+  status: number,
+  code: string,
+  message: string,
+  fetchAPI: { Response: typeof Response },
+) {
+  return new fetchAPI.Response(JSON.stringify({ errors: [{ message, extensions: { code } }] }), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+  });
+}
+
+async function parseJsonBody(request: Request): Promise<GraphQLParams | GraphQLParams[]> {
+  const text = await request.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  if (body === null || typeof body !== 'object')
+    throw createGraphQLError('The body is not a JSON object.', {
+      extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+    });
+  return body as GraphQLParams | GraphQLParams[];
+}
+
+export function useHttpRules(): Plugin {
+  return {
+    onRequestParse({ request, setRequestParser, endResponse, fetchAPI }) {
+      if (request.method !== 'POST') return;
+      if (!JSON_TYPE.test(request.headers.get('content-type') ?? '')) {
+        return endResponse(
+          refusal(415, 'UNSUPPORTED_MEDIA_TYPE', 'POST bodies must be application/json.', fetchAPI),
+        );
+      }
+      setRequestParser(parseJsonBody);
+    },
+  };
+}
+
+const SUGGESTION = /\s*Did you mean [^?]*\?/g;
+
+/**
+ * Every error gets `extensions.code`: a request refused before execution (variables that do
+ * not coerce) is BAD_USER_INPUT, anything else without one INTERNAL_SERVER_ERROR. In
+ * production, suggestions ("Did you mean …?") are cut from every message.
+ */
+export function useCodedErrors(production: boolean): Plugin {
+  const recode = (result: ExecutionResult): ExecutionResult | undefined => {
+    if (!result.errors?.length) return undefined;
+    let changed = false;
+    const fallback = 'data' in result ? 'INTERNAL_SERVER_ERROR' : 'BAD_USER_INPUT';
+    const errors = result.errors.map((error) => {
+      const message = production ? error.message.replace(SUGGESTION, '') : error.message;
+      if (error.extensions?.code && message === error.message) return error;
+      changed = true;
+      return new GraphQLError(message, {
+        ...(error.nodes ? { nodes: error.nodes } : {}),
+        ...(error.source ? { source: error.source } : {}),
+        ...(error.positions ? { positions: error.positions } : {}),
+        ...(error.path ? { path: error.path } : {}),
+        ...(error.originalError ? { originalError: error.originalError } : {}),
+        extensions: { ...error.extensions, code: error.extensions?.code ?? fallback },
+      });
+    });
+    return changed ? { ...result, errors } : undefined;
+  };
+  return {
+    onExecute: () => ({
+      onExecuteDone: ({ result, setResult }) => {
+        if (Symbol.asyncIterator in result) return;
+        const coded = recode(result);
+        if (coded) setResult(coded);
+      },
+    }),
+    onSubscribe: () => ({
+      onSubscribeResult: ({ result, setResult }) => {
+        if (Symbol.asyncIterator in result) return;
+        const coded = recode(result);
+        if (coded) setResult(coded);
+      },
+    }),
+  };
+}

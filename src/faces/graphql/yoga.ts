@@ -1,0 +1,108 @@
+import type { GraphQLSchema } from 'graphql';
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import { authenticate } from '../../auth/authenticate.js';
+import type { Principal } from '../../auth/principal.js';
+import type { TokenVerifier } from '../../auth/tokens.js';
+import { defaultLimits, type Limits } from '../../config.js';
+import { allowedOrigin, EXPOSED_HEADERS } from '../../http/cors.js';
+import type { TaskService } from '../../tasks/service.js';
+import type { Context } from './builder.js';
+import { maskError, yogaLogger } from './errors.js';
+import { useCodedErrors, useHttpRules } from './http-rules.js';
+import { boundedParseCaches, type GraphQLLimits, limitPlugins } from './limits.js';
+import { type GraphQLObserver, useOperationMetrics } from './metrics-plugin.js';
+import { useSharedEventResults } from './shared-events.js';
+
+/** What the WebSocket face hands to yoga: the principal it authenticated at connection_init. */
+export interface ServerContext {
+  wsPrincipal?: Principal;
+}
+
+export interface YogaOptions {
+  schema: GraphQLSchema;
+  tasks: TaskService;
+  verifier: TokenVerifier;
+  log: Logger;
+  production: boolean;
+  /** DESIGN §12. @default the defaults for `production` */
+  limits?: (GraphQLLimits & Pick<Limits, 'httpMaxBodyBytes' | 'corsOrigins'>) | undefined;
+  /** Told of every operation (metrics). */
+  observer?: GraphQLObserver | undefined;
+  /** An embedder's yoga or envelop plugins, after ours (see `servedDirectly`). */
+  plugins?: readonly Plugin<any, any, any>[] | undefined;
+}
+
+/**
+ * Hooks yoga runs around an operation that the direct POST path (fast-post.ts) does not: it
+ * runs envelop's own (parse, validate, context, execute) and answers on the node response.
+ * `onPluginInit` may add any hook, so it counts too.
+ */
+const REQUEST_HOOKS = [
+  'onRequest',
+  'onRequestParse',
+  'onParams',
+  'onExecutionResult',
+  'onResultProcess',
+  'onResponse',
+  'onPluginInit',
+  'instrumentation',
+] as const;
+
+/**
+ * Whether a request may take the direct POST path with these plugins: only when none of
+ * them hooks what that path leaves out, so no plugin an embedder adds is ever skipped.
+ */
+export function servedDirectly(plugins: readonly Plugin<any, any, any>[] = []): boolean {
+  return plugins.every((plugin) => REQUEST_HOOKS.every((hook) => !(hook in plugin)));
+}
+
+/** Builds the yoga instance; it never listens (src/http/server.ts does). */
+export function createYogaServer(options: YogaOptions): YogaServerInstance<ServerContext, Context> {
+  const limits = options.limits ?? defaultLimits(options.production);
+  return createYoga<ServerContext, Context>({
+    schema: options.schema,
+    graphqlEndpoint: '/graphql',
+    landingPage: false,
+    logging: yogaLogger(options.log),
+    plugins: [
+      useHttpRules(),
+      ...limitPlugins(limits, options.production),
+      useCodedErrors(options.production),
+      useSharedEventResults(),
+      ...(options.observer ? [useOperationMetrics(options.observer)] : []),
+      ...(options.plugins ?? []),
+    ],
+    parserAndValidationCache: boundedParseCaches(),
+    // JSON bodies only (useHttpRules); the node server has already bounded them.
+    multipart: false,
+    maxRequestBodySize: limits.httpMaxBodyBytes,
+    // The same answer as the node server gives every face (src/http/cors.ts), for yoga.fetch.
+    cors: (request) => {
+      const origin = allowedOrigin(request.headers.get('origin') ?? undefined, limits.corsOrigins);
+      return origin === undefined
+        ? false
+        : { origin, credentials: false, exposedHeaders: EXPOSED_HEADERS.split(', ') };
+    },
+    maskedErrors: {
+      maskError,
+      isDev: !options.production && process.env.NODE_ENV === 'development',
+    },
+    // GraphiQL is served by src/faces/graphql/graphiql.ts (compressed, cached), not by yoga.
+    graphiql: false,
+    context: async (initial): Promise<Context> => {
+      if (initial.wsPrincipal)
+        return { principal: initial.wsPrincipal, authError: null, tasks: options.tasks };
+      const auth = await authenticate(
+        options.verifier,
+        initial.request.headers.get('authorization'),
+      );
+      return {
+        principal: auth.principal,
+        authError: auth.error,
+        tasks: options.tasks,
+        streamUntil: auth.principal?.expiresAt,
+      };
+    },
+  });
+}

@@ -1,0 +1,148 @@
+import { EventEmitter, once } from 'node:events';
+import { createServer, type Server, Socket } from 'node:net';
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of one loopback target (Postgres), for faults a polite
+ * `pg_terminate_backend` does not produce:
+ *
+ * - `reset()`: every open connection is reset (RST, as when the server crashes or a middlebox
+ *   drops the flow), mid-query or not; new connections still pass.
+ * - `blackhole()`: packets are dropped. Nothing is forwarded and nothing is read, in either
+ *   direction, on open connections and on new ones (which connect, as a SYN to a live host
+ *   would, and then hear nothing).
+ * - `restore()`: traffic flows again; what was held back is delivered, as TCP retransmits it.
+ *
+ * While traffic is held the proxy notes which connections have something to send (a query
+ * that will get no answer), so a test can wait for queries to be in flight instead of sleeping.
+ */
+export interface TcpProxy {
+  /** The proxy's port on 127.0.0.1. */
+  readonly port: number;
+  /** `url` with its host and port pointed at the proxy. */
+  via(url: string): string;
+  /** Connections open right now (pairs). */
+  readonly open: number;
+  /** Connections accepted since the start. */
+  readonly accepted: number;
+  /** Connections on which the server (the proxy's client) sent bytes that are being held. */
+  readonly stalled: number;
+  /** Resolves once `condition()` holds, checked whenever a connection changes. */
+  until(condition: () => boolean): Promise<void>;
+  reset(): void;
+  blackhole(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+interface Pair {
+  client: Socket;
+  upstream: Socket;
+  /** Bytes from the client arrived while held (they wait in the socket, unread). */
+  stalled: boolean;
+}
+
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  if (target.host !== '127.0.0.1' && target.host !== 'localhost' && target.host !== '::1')
+    throw new Error(`the test proxy forwards to loopback only, not ${target.host}`);
+  const pairs = new Set<Pair>();
+  let holding = false;
+  let accepted = 0;
+  const changes = new EventEmitter();
+
+  const hold = (pair: Pair) => {
+    const { client, upstream } = pair;
+    client.unpipe(upstream);
+    upstream.unpipe(client);
+    client.pause();
+    upstream.pause();
+    // 'readable' only reports that bytes wait; nothing is read (or forwarded) until restore.
+    client.once('readable', () => {
+      pair.stalled = true;
+      changes.emit('change');
+    });
+  };
+  const flow = (pair: Pair) => {
+    const { client, upstream } = pair;
+    pair.stalled = false;
+    client.removeAllListeners('readable');
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.resume();
+    upstream.resume();
+  };
+
+  const server: Server = createServer({ pauseOnConnect: true }, (client) => {
+    accepted++;
+    const upstream = new Socket();
+    const pair: Pair = { client, upstream, stalled: false };
+    pairs.add(pair);
+    changes.emit('change');
+    const drop = () => {
+      if (!pairs.delete(pair)) return;
+      client.destroy();
+      upstream.destroy();
+      changes.emit('change');
+    };
+    // A reset is what this proxy is for: either side erroring just ends the pair.
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    if (holding) hold(pair);
+    upstream.connect(target.port, target.host, () => {
+      if (!holding) flow(pair);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('proxy has no port');
+
+  return {
+    port: address.port,
+    via(url) {
+      const u = new URL(url);
+      u.hostname = '127.0.0.1';
+      u.port = String(address.port);
+      return u.toString();
+    },
+    get open() {
+      return pairs.size;
+    },
+    get accepted() {
+      return accepted;
+    },
+    get stalled() {
+      let n = 0;
+      for (const pair of pairs) if (pair.stalled) n++;
+      return n;
+    },
+    async until(condition) {
+      while (!condition()) await once(changes, 'change');
+    },
+    reset() {
+      for (const pair of [...pairs]) {
+        pairs.delete(pair);
+        pair.client.resetAndDestroy();
+        pair.upstream.resetAndDestroy();
+      }
+      changes.emit('change');
+    },
+    blackhole() {
+      holding = true;
+      for (const pair of pairs) hold(pair);
+    },
+    restore() {
+      holding = false;
+      for (const pair of pairs) if (pair.upstream.readyState === 'open') flow(pair);
+    },
+    close() {
+      for (const pair of [...pairs]) {
+        pairs.delete(pair);
+        pair.client.destroy();
+        pair.upstream.destroy();
+      }
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
