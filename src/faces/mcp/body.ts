@@ -1,0 +1,25 @@
+import type { IncomingMessage } from 'node:http';
+import { readBody } from '../../http/body.js';
+import { GateRefusal } from './refusal.js';
+
+export type ParsedBody = { ok: true; value: unknown } | { ok: false };
+
+/**
+ * Reads a POST body as JSON under the server's body limit (`readBody`: past it,
+ * PayloadTooLarge, which the server answers 413), refusing what is not `application/json`
+ * (415) before reading a byte. The read body is left on the request as `rawBody`, where the
+ * SDK's transport looks for a body already consumed.
+ */
+export async function readJsonBody(req: IncomingMessage): Promise<ParsedBody> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new GateRefusal(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send JSON-RPC as application/json.');
+  }
+  const raw = await readBody(req);
+  (req as IncomingMessage & { rawBody?: Buffer }).rawBody = raw;
+  try {
+    return { ok: true, value: JSON.parse(raw.toString('utf8')) };
+  } catch {
+    return { ok: false };
+  }
+}

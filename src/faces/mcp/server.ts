@@ -1,0 +1,199 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  CancelTaskRequestSchema,
+  type CreateTaskResult,
+  ElicitResultSchema,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema,
+  ListTasksRequestSchema,
+  ListToolsRequestSchema,
+  RequestSchema,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { Logger } from 'pino';
+import { type Principal, SCOPES } from '../../auth/principal.js';
+import { ServiceError } from '../../errors.js';
+import type { Actor, TaskService } from '../../tasks/service.js';
+import { isTaskId } from '../../tasks/validation.js';
+import { type Ask, awaitFinal } from './await-final.js';
+import type { Shutdown } from './sessions.js';
+import {
+  callToolResultOf,
+  mcpTaskOf,
+  RpcError,
+  refusedCall,
+  rpcErrorOf,
+  taskNotFound,
+} from './wire.js';
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** §9: what `initialize` announces. */
+export const CAPABILITIES = {
+  tools: {},
+  tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+};
+/** `tasks/list` pages hold at most this many tasks. */
+const LIST_PAGE = 20;
+
+/** Only Server's elicitation helper would use a validator; one for all sessions, not one each. */
+const validator = new AjvJsonSchemaValidator();
+
+/**
+ * The request's params as sent: the SDK's schemas would refuse a non-string `taskId` with an
+ * unmasked validation message, where §9 wants the one "Task not found." for every bad id.
+ */
+const lenient = <M>(schema: { shape: { method: M } }) =>
+  RequestSchema.extend({ method: schema.shape.method });
+
+/** The principal the HTTP gate verified for this request (it passes it in `authInfo.extra`). */
+function principalOf(extra: Extra): Principal {
+  const principal = extra.authInfo?.extra?.principal as Principal | undefined;
+  if (!principal) throw new Error('MCP request without a verified principal');
+  return principal;
+}
+
+/** `tasks:admin` grants nothing more over MCP: every caller sees its own tasks only. */
+const actorOf = (extra: Extra): Actor => ({ id: principalOf(extra).sub, admin: false });
+
+function taskIdOf(params: unknown): string {
+  const taskId = (params as { taskId?: unknown } | undefined)?.taskId;
+  if (typeof taskId !== 'string' || !isTaskId(taskId)) throw taskNotFound();
+  return taskId;
+}
+
+export interface McpServerDeps {
+  tasks: TaskService;
+  log: Logger;
+  shutdown: Shutdown;
+}
+
+/** One session's MCP server: the SDK's low-level Server with this service's handlers. */
+export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server {
+  const server = new Server(
+    { name: 'taskhandle', version: '0.1.0' },
+    { capabilities: CAPABILITIES, jsonSchemaValidator: validator },
+  );
+  server.onerror = (err) => log.debug({ err }, 'MCP transport');
+
+  /** Runs a handler, turning what it throws into the §9 JSON-RPC errors. */
+  const guarded =
+    <P, R>(method: string, run: (request: P, extra: Extra) => Promise<R>) =>
+    async (request: P, extra: Extra): Promise<R> => {
+      try {
+        return await run(request, extra);
+      } catch (err) {
+        throw rpcErrorOf(err, log, method);
+      }
+    };
+
+  /** Waits for the task's final state, asking its questions if this client can answer them. */
+  const finalResult = async (extra: Extra, taskId: string): Promise<CallToolResult> => {
+    const principal = principalOf(extra);
+    const elicitation = server.getClientCapabilities()?.elicitation;
+    const canAsk =
+      elicitation !== undefined &&
+      (elicitation.form !== undefined || elicitation.url === undefined) &&
+      principal.scopes.has(SCOPES.write);
+    const ask: Ask = (params, signal, timeout) =>
+      server.request({ method: 'elicitation/create', params }, ElicitResultSchema, {
+        relatedRequestId: extra.requestId,
+        signal,
+        timeout,
+      });
+    const task = await shutdown.track(
+      awaitFinal({
+        tasks,
+        actor: actorOf(extra),
+        taskId,
+        signal: extra.signal,
+        stopping: shutdown.signal,
+        ask: canAsk ? ask : undefined,
+        tokenExpiresAt: principal.expiresAt,
+        log,
+      }),
+    );
+    return callToolResultOf(task);
+  };
+
+  server.setRequestHandler(
+    ListToolsRequestSchema,
+    guarded('tools/list', async () => ({
+      tools: tasks.listKinds().map((kind) => ({
+        name: kind.name,
+        description: kind.description,
+        inputSchema: kind.inputSchema as { type: 'object' },
+        execution: { taskSupport: 'optional' as const },
+      })),
+    })),
+  );
+
+  server.setRequestHandler(
+    CallToolRequestSchema,
+    guarded('tools/call', async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
+      const { name, arguments: input, task: taskParams } = request.params;
+      if (!tasks.listKinds().some((kind) => kind.name === name)) {
+        throw new RpcError(-32602, `Unknown tool ${JSON.stringify(name)}.`);
+      }
+      let started: Awaited<ReturnType<TaskService['start']>>;
+      try {
+        started = await tasks.start(actorOf(extra), {
+          kind: name,
+          input: input ?? {},
+          ttlMs: taskParams?.ttl ?? null,
+        });
+      } catch (err) {
+        // Without `task` the caller wants the tool's answer: a refused argument is one.
+        if (!taskParams && err instanceof ServiceError && err.code === 'BAD_USER_INPUT') {
+          return refusedCall(err);
+        }
+        throw err;
+      }
+      if (taskParams) return { task: mcpTaskOf(started.task) };
+      return finalResult(extra, started.task.id);
+    }),
+  );
+
+  server.setRequestHandler(
+    lenient(GetTaskRequestSchema),
+    guarded('tasks/get', async (request, extra) => {
+      const task = await tasks.get(actorOf(extra), taskIdOf(request.params));
+      if (!task) throw taskNotFound();
+      return mcpTaskOf(task);
+    }),
+  );
+
+  server.setRequestHandler(
+    lenient(GetTaskPayloadRequestSchema),
+    guarded('tasks/result', (request, extra) => finalResult(extra, taskIdOf(request.params))),
+  );
+
+  server.setRequestHandler(
+    lenient(ListTasksRequestSchema),
+    guarded('tasks/list', async (request, extra) => {
+      const cursor = (request.params as { cursor?: unknown } | undefined)?.cursor;
+      if (cursor !== undefined && typeof cursor !== 'string') {
+        throw new RpcError(-32602, 'Malformed cursor.');
+      }
+      const page = await tasks.list(actorOf(extra), { first: LIST_PAGE, after: cursor ?? null });
+      return {
+        tasks: page.tasks.map(mcpTaskOf),
+        ...(page.hasNextPage && page.endCursor ? { nextCursor: page.endCursor } : {}),
+      };
+    }),
+  );
+
+  server.setRequestHandler(
+    lenient(CancelTaskRequestSchema),
+    guarded('tasks/cancel', async (request, extra) =>
+      mcpTaskOf(await tasks.cancel(actorOf(extra), taskIdOf(request.params))),
+    ),
+  );
+
+  return server;
+}
