@@ -1,0 +1,118 @@
+import type { Message, SendMessageRequest } from '@a2a-js/sdk';
+import { Role } from '@a2a-js/sdk';
+import {
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
+import type { Logger } from 'pino';
+import { coerceError } from '../../errors.js';
+import type { TaskService } from '../../tasks/service.js';
+import { isTerminal } from '../../tasks/status.js';
+import type { Task } from '../../tasks/task.js';
+import type { WebhookRequest } from '../../tasks/webhooks.js';
+import type { Caller } from './context.js';
+import { firstData, taskIdOf } from './mapping.js';
+import type { PushConfigs } from './push.js';
+import { webhookRequestOf } from './push-configs.js';
+
+/**
+ * What a SendMessage does (DESIGN §10): a message without `taskId` starts a task of the skill
+ * it names; one with `taskId` answers that task's question. Either may bring a push config.
+ */
+export class Messages {
+  constructor(
+    private readonly tasks: TaskService,
+    private readonly push: PushConfigs,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts a task, or answers the question of the task the message names. */
+  deliver(params: SendMessageRequest, caller: Caller): Promise<Task> {
+    const { message } = params;
+    if (!message) throw new RequestMalformedError('params.message is required.');
+    if (message.role !== Role.ROLE_USER)
+      throw new RequestMalformedError('message.role must be ROLE_USER.');
+    if (params.configuration?.taskPushNotificationConfig && !this.push.supported)
+      throw new PushNotificationNotSupportedError();
+    const push = params.configuration?.taskPushNotificationConfig;
+    const webhook = push ? webhookRequestOf(push) : null;
+    return message.taskId
+      ? this.answer(message, caller, webhook)
+      : this.start(message, caller, webhook);
+  }
+
+  private async start(
+    message: Message,
+    { actor }: Caller,
+    webhook: WebhookRequest | null,
+  ): Promise<Task> {
+    if (message.contextId) {
+      throw new RequestMalformedError(
+        'message.contextId is chosen by the server (it is the task id): leave it out to start a task.',
+      );
+    }
+    const skill = message.metadata?.skill;
+    if (typeof skill !== 'string' || skill === '') {
+      throw new RequestMalformedError(
+        'message.metadata.skill must name one of the skills on the agent card.',
+      );
+    }
+    const ttlMs = message.metadata?.ttlMs;
+    if (ttlMs !== undefined && (typeof ttlMs !== 'number' || !Number.isInteger(ttlMs)))
+      throw new RequestMalformedError('message.metadata.ttlMs must be an integer.');
+    if (!message.messageId) throw new RequestMalformedError('message.messageId is required.');
+    const { task } = await this.tasks.start(actor, {
+      kind: skill,
+      input: firstData(message.parts) ?? {},
+      ttlMs: ttlMs ?? null,
+      // The principal's one key space, shared with REST's Idempotency-Key.
+      idempotencyKey: message.messageId,
+      webhook,
+    });
+    return task;
+  }
+
+  /**
+   * Answers the task's question. A push config given with the answer is attached first, so
+   * it reports the answer's change and every later one; if the answer is refused, it goes
+   * again and nothing is kept.
+   */
+  private async answer(
+    message: Message,
+    { actor }: Caller,
+    webhook: WebhookRequest | null,
+  ): Promise<Task> {
+    const id = taskIdOf(message.taskId);
+    if (message.contextId && message.contextId.toLowerCase() !== id.toLowerCase())
+      throw new RequestMalformedError('message.contextId must be absent or equal to taskId.');
+    const task = await this.tasks.get(actor, id);
+    if (!task) throw new TaskNotFoundError();
+    if (task.status !== 'input_required' || !task.inputRequest) {
+      throw new UnsupportedOperationError(
+        isTerminal(task.status)
+          ? `The task is already ${task.status}.`
+          : 'The task is not waiting for input.',
+      );
+    }
+    const value = firstData(message.parts);
+    if (value === undefined)
+      throw new RequestMalformedError('An answer is a message with a data part: the value.');
+    const attached = webhook ? await this.tasks.webhooks.attach(actor, id, webhook) : null;
+    try {
+      return await this.tasks.provideInput(actor, id, task.inputRequest.key, value);
+    } catch (err) {
+      if (attached)
+        await this.tasks.webhooks
+          .delete(actor, id, attached.id)
+          .catch((cleanup: unknown) =>
+            this.log.warn(
+              { err: coerceError(cleanup), taskId: id },
+              'could not drop a push config',
+            ),
+          );
+      throw err;
+    }
+  }
+}
