@@ -1,0 +1,63 @@
+-- Webhooks (DESIGN §11): URLs a task's owner wants its status changes pushed to, and the
+-- outbox of deliveries to them. Both go with their task.
+create table task_webhooks (
+  id uuid primary key,
+  task_id uuid not null references tasks (id) on delete cascade,
+  url text not null,
+  secret text not null,                -- whsec_…: signs every delivery
+  format text not null default 'standard' check (format in ('standard', 'a2a')),
+  token text,                          -- A2A: sent back as X-A2A-Notification-Token
+  auth_scheme text,                    -- A2A: Authorization: <scheme> <credentials>
+  auth_credentials text,
+  -- The task's version when the webhook was attached: it reports later changes only.
+  after_version integer not null,
+  disabled_at timestamptz,             -- set by a 410 Gone: no further deliveries
+  created_at timestamptz not null default now()
+);
+create index task_webhooks_task on task_webhooks (task_id, created_at);
+
+create table task_deliveries (
+  id uuid primary key,                 -- the webhook-id header, the same on every attempt
+  task_id uuid not null references tasks (id) on delete cascade,
+  webhook_id uuid not null references task_webhooks (id) on delete cascade,
+  version integer not null,
+  status text not null,                -- the status this delivery reports
+  snapshot jsonb not null,             -- the task as of `version`, what the body is made of
+  state text not null default 'pending' check (state in ('pending', 'delivered', 'failed')),
+  attempts integer not null default 0, -- claims so far; with worker_id, the fencing token
+  next_attempt_at timestamptz not null default now(),
+  worker_id text,
+  lease_expires_at timestamptz,
+  last_status_code integer,
+  last_error text,
+  delivered_at timestamptz,
+  created_at timestamptz not null default now(),
+  constraint task_deliveries_webhook_version unique (webhook_id, version)
+);
+-- Due work: only pending rows are indexed.
+create index task_deliveries_due on task_deliveries (next_attempt_at) where state = 'pending';
+-- A task's deliveries, newest first; and the cascade from tasks.
+create index task_deliveries_task on task_deliveries (task_id, version desc);
+
+-- The outbox write: a delivery per live webhook, in the transaction of the status change it
+-- reports, so a committed change cannot lose its delivery and a rolled-back one sends none.
+-- Progress-only updates do not fire it (the trigger's WHEN), so they cost nothing.
+create function taskhandle_enqueue_deliveries() returns trigger
+language plpgsql as $$
+begin
+  insert into task_deliveries (id, task_id, webhook_id, version, status, snapshot)
+  select gen_random_uuid(), new.id, w.id, new.version, new.status,
+         to_jsonb(new) - array['input', 'answers', 'idempotency_key', 'worker_id', 'lease_expires_at']
+  from task_webhooks w
+  where w.task_id = new.id and w.disabled_at is null and w.after_version < new.version;
+  if found then
+    perform pg_notify('taskhandle_delivery', '');
+  end if;
+  return null;
+end
+$$;
+
+create trigger tasks_enqueue_deliveries
+  after update of status on tasks
+  for each row when (new.status is distinct from old.status)
+  execute function taskhandle_enqueue_deliveries();

@@ -1,0 +1,38 @@
+import type { TaskRow } from '../db/types.js';
+import { reportOf } from '../tasks/handle.js';
+import { type Task, toTask } from '../tasks/task.js';
+
+/**
+ * What a delivery sends (DESIGN §11), made from the task as it was at the reported version
+ * (the snapshot the outbox row keeps), so a retry sends the same body however far the task
+ * has moved on.
+ */
+
+/** Turns the reported task into the body of a webhook of another shape (A2A's StreamResponse). */
+export type BodyFormat = (task: Task) => unknown;
+
+/** The task of a delivery's snapshot (its jsonb timestamps turned back into Dates). */
+export function snapshotTask(snapshot: Record<string, unknown>): Task {
+  const date = (key: string) => new Date(String(snapshot[key]));
+  const row = {
+    ...snapshot,
+    input: null,
+    answers: {},
+    created_at: date('created_at'),
+    last_updated_at: date('last_updated_at'),
+    expires_at: date('expires_at'),
+    lease_expires_at: null,
+  } as unknown as TaskRow;
+  // The poll interval advised at the moment of the change, as a poller would have read it then.
+  return toTask(row, row.last_updated_at.getTime());
+}
+
+/** The Standard Webhooks event: the §6 handle with what the owner sees of the outcome. */
+export function standardBody(task: Task): unknown {
+  return {
+    type: 'task.status',
+    timestamp: task.lastUpdatedAt.toISOString(),
+    data: reportOf(task, { id: task.owner, admin: false }),
+    version: task.version,
+  };
+}

@@ -1,0 +1,269 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { Webhook as Signer } from 'standardwebhooks';
+import type { WebhookConfig } from '../config.js';
+import type { Database } from '../db/types.js';
+import { coerceError } from '../errors.js';
+import type { TaskEvents } from '../tasks/events/hub.js';
+import type { TaskObserver } from '../tasks/observer.js';
+import { type Agents, attempt, keepAliveAgents } from './attempt.js';
+import { type BodyFormat, snapshotTask, standardBody } from './body.js';
+import {
+  type ClaimedDelivery,
+  claimDeliveries,
+  finishDelivered,
+  finishDelivery,
+  type Outcome,
+  releaseDeliveries,
+} from './outbox.js';
+
+export interface DelivererOptions {
+  db: Kysely<Database>;
+  events: TaskEvents;
+  log: Logger;
+  /** Identifies this process's leases. */
+  workerId: string;
+  config: WebhookConfig;
+  /** Bodies for webhooks of another shape than Standard Webhooks events (A2A configs). */
+  formats?: Partial<Record<'a2a', BodyFormat>>;
+  /** Told of each attempt's outcome (metrics). */
+  observer?: TaskObserver;
+}
+
+/** The claim outlives the attempt's timeout by this much (DESIGN §11). */
+const LEASE_MARGIN_MS = 5_000;
+
+/**
+ * Delivers the outbox (DESIGN §11) from this process: claims due deliveries, at most
+ * `concurrency` attempts at once, woken by NOTIFY, by its own retries falling due, and by a
+ * backstop poll; signs each body (Standard Webhooks), posts it, and records the outcome under
+ * the lease.
+ */
+export class Deliverer {
+  private readonly inFlight = new Map<string, { claim: ClaimedDelivery; done: Promise<void> }>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly stopping = new AbortController();
+  private claiming = false;
+  private again = false;
+  private closed = false;
+  private unsubscribe: Array<() => void> = [];
+  private readonly leaseMs: number;
+  /** Connections kept open between attempts: a receiver's next delivery skips the handshake. */
+  private readonly agents: Agents;
+
+  constructor(private readonly options: DelivererOptions) {
+    this.leaseMs = options.config.timeoutMs + LEASE_MARGIN_MS;
+    this.agents = keepAliveAgents(options.config.concurrency);
+  }
+
+  start(): void {
+    const { events, config } = this.options;
+    this.unsubscribe = [
+      events.onDeliveryDue(() => this.wake()),
+      events.onReconnect(() => this.wake()),
+    ];
+    const backstop = setInterval(() => this.wake(), config.pollIntervalMs);
+    backstop.unref();
+    this.timers.add(backstop);
+    this.wake();
+  }
+
+  /** Attempts in progress in this process (tests, metrics). */
+  get active(): number {
+    return this.inFlight.size;
+  }
+
+  private wake(): void {
+    if (this.closed) return;
+    if (this.claiming) {
+      this.again = true;
+      return;
+    }
+    // After this turn of the event loop: slots freed together are claimed by one statement.
+    this.claiming = true;
+    setImmediate(() => void this.pump());
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      for (;;) {
+        this.again = false;
+        const free = this.options.config.concurrency - this.inFlight.size;
+        if (free <= 0 || this.closed) break;
+        const claims = await claimDeliveries(
+          this.options.db,
+          this.options.workerId,
+          free,
+          this.leaseMs,
+        );
+        for (const claim of claims) this.run(claim);
+        if (claims.length < free && !this.again) break;
+      }
+    } catch (err) {
+      this.options.log.warn({ err: coerceError(err) }, 'claiming webhook deliveries failed');
+    } finally {
+      this.claiming = false;
+    }
+  }
+
+  private run(claim: ClaimedDelivery): void {
+    const done = this.deliver(claim).finally(() => {
+      this.inFlight.delete(claim.id);
+      this.wake(); // a slot is free, and the webhook's next delivery may be due
+    });
+    this.inFlight.set(claim.id, { claim, done });
+  }
+
+  private async deliver(claim: ClaimedDelivery): Promise<void> {
+    const { config, log, db, workerId } = this.options;
+    const startedAt = performance.now();
+    const body = this.bodyOf(claim);
+    const result = await attempt({
+      url: claim.url,
+      headers: this.headersFor(claim, body),
+      body,
+      timeoutMs: config.timeoutMs,
+      allowPrivate: config.allowPrivate,
+      signal: this.stopping.signal,
+      agents: this.agents,
+    });
+    const durationMs = Math.round(performance.now() - startedAt);
+    // Stopped mid-attempt: the stop gives the delivery back uncounted.
+    if (this.stopping.signal.aborted && result.statusCode === null) return;
+    const outcome = this.outcomeOf(claim, result);
+    this.options.observer?.webhookDelivery(outcome.kind);
+    log.info(
+      {
+        deliveryId: claim.id,
+        taskId: claim.task_id,
+        webhookId: claim.webhook_id,
+        version: claim.version,
+        attempt: claim.attempts,
+        statusCode: result.statusCode,
+        ...('error' in result ? { error: result.error } : {}),
+        outcome: outcome.kind,
+        durationMs,
+      },
+      'webhook attempt',
+    );
+    try {
+      const held =
+        outcome.kind === 'delivered'
+          ? await this.recordDelivered(claim, outcome.statusCode)
+          : await finishDelivery(db, workerId, claim, outcome);
+      if (!held) log.warn({ deliveryId: claim.id }, 'webhook delivery lease lost; outcome dropped');
+      else if (outcome.kind === 'retry') this.wakeIn(outcome.delayMs);
+    } catch (err) {
+      // The lease lapses and another attempt follows: at least once.
+      log.warn(
+        { err: coerceError(err), deliveryId: claim.id },
+        'recording a webhook attempt failed',
+      );
+    }
+  }
+
+  private delivered: Array<{
+    claim: ClaimedDelivery;
+    statusCode: number;
+    settle: (held: boolean) => void;
+    fail: (err: unknown) => void;
+  }> = [];
+
+  /** Queues a delivered outcome; those queued in one turn of the event loop commit together. */
+  private recordDelivered(claim: ClaimedDelivery, statusCode: number): Promise<boolean> {
+    return new Promise((settle, fail) => {
+      if (this.delivered.length === 0) setImmediate(() => void this.flushDelivered());
+      this.delivered.push({ claim, statusCode, settle, fail });
+    });
+  }
+
+  private async flushDelivered(): Promise<void> {
+    const batch = this.delivered;
+    this.delivered = [];
+    try {
+      const held = await finishDelivered(this.options.db, this.options.workerId, batch);
+      for (const item of batch) item.settle(held.has(item.claim.id));
+    } catch (err) {
+      for (const item of batch) item.fail(err);
+    }
+  }
+
+  private bodyOf(claim: ClaimedDelivery): string {
+    const task = snapshotTask(claim.snapshot);
+    const format = claim.format === 'a2a' ? this.options.formats?.a2a : undefined;
+    return JSON.stringify(format ? format(task) : standardBody(task));
+  }
+
+  private headersFor(claim: ClaimedDelivery, body: string): Record<string, string> {
+    const now = new Date();
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'taskhandle-webhooks',
+      'webhook-id': claim.id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': new Signer(claim.secret).sign(claim.id, now, body),
+    };
+    if (claim.token !== null) headers['x-a2a-notification-token'] = claim.token;
+    if (claim.auth_scheme !== null)
+      headers.authorization = `${claim.auth_scheme} ${claim.auth_credentials ?? ''}`.trim();
+    return headers;
+  }
+
+  private outcomeOf(claim: ClaimedDelivery, result: Awaited<ReturnType<typeof attempt>>): Outcome {
+    const { statusCode } = result;
+    if (statusCode !== null && statusCode >= 200 && statusCode < 300)
+      return { kind: 'delivered', statusCode };
+    if (statusCode === 410)
+      return { kind: 'gone', statusCode, error: '410 Gone: the webhook is disabled' };
+    const error =
+      'error' in result || statusCode === null
+        ? (result as { error: string }).error
+        : statusCode >= 300 && statusCode < 400
+          ? `redirect ${statusCode} (not followed)`
+          : `answered ${statusCode}`;
+    const schedule = this.options.config.retryScheduleMs;
+    const delay = schedule[claim.attempts - 1];
+    if (delay === undefined) return { kind: 'failed', statusCode, error };
+    // ±10 % jitter, so webhooks that failed together do not retry together.
+    return { kind: 'retry', statusCode, error, delayMs: delay * (0.9 + Math.random() * 0.2) };
+  }
+
+  private wakeIn(ms: number): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.wake();
+    }, ms);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  /**
+   * Stops claiming, lets attempts in flight finish within `graceMs`, then aborts the rest and
+   * gives their deliveries back uncounted, for another process to send at once.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.closed = true;
+    for (const off of this.unsubscribe) off();
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    const all = () => Promise.all([...this.inFlight.values()].map((f) => f.done));
+    const grace = new AbortController();
+    await Promise.race([
+      all(),
+      sleep(graceMs, undefined, { signal: grace.signal }).catch(() => {}),
+    ]);
+    grace.abort();
+    const left = [...this.inFlight.values()].map((f) => f.claim);
+    this.stopping.abort();
+    await all();
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+    try {
+      const released = await releaseDeliveries(this.options.db, this.options.workerId, left);
+      if (released > 0) this.options.log.info({ released }, 'webhook deliveries released');
+    } catch (err) {
+      this.options.log.warn({ err: coerceError(err) }, 'releasing webhook deliveries failed');
+    }
+  }
+}

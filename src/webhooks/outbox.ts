@@ -1,0 +1,178 @@
+import { sql } from 'kysely';
+import type { Executor } from '../db/types.js';
+
+/**
+ * The delivery worker's queries. A claim is a lease whose fencing token is (worker_id,
+ * attempts): a worker that lost its lease writes nothing. Every statement that locks a
+ * delivery or webhook row first holds its task's row `for key share`, which the purge's
+ * `for update skip locked` skips, so the purge never waits on a delivery in flight.
+ *
+ * Claims and outcomes commit without waiting for their WAL flush (`synchronous_commit = off`
+ * for that transaction only), as task claims do: one lost in a Postgres crash leaves the
+ * delivery pending, sent again once its lease lapses, which at-least-once delivery allows
+ * (receivers deduplicate by `webhook-id`). The delivery rows themselves are written with the
+ * status change they report, and that commit is flushed.
+ */
+
+/** A claimed delivery with what its attempt needs. */
+export interface ClaimedDelivery {
+  id: string;
+  task_id: string;
+  webhook_id: string;
+  version: number;
+  snapshot: Record<string, unknown>;
+  attempts: number;
+  url: string;
+  secret: string;
+  format: 'standard' | 'a2a';
+  token: string | null;
+  auth_scheme: string | null;
+  auth_credentials: string | null;
+}
+
+/**
+ * Claims up to `limit` due deliveries: pending, not leased, of an unexpired task, and the
+ * oldest pending version of their webhook (a webhook's next delivery waits for the previous).
+ */
+export async function claimDeliveries(
+  db: Executor,
+  workerId: string,
+  limit: number,
+  leaseMs: number,
+): Promise<ClaimedDelivery[]> {
+  const result = await sql<ClaimedDelivery>`
+    with c as (
+      select d.id from task_deliveries d
+      join tasks t on t.id = d.task_id
+      where d.state = 'pending' and d.next_attempt_at <= now()
+        and (d.lease_expires_at is null or d.lease_expires_at < now())
+        and t.expires_at > now()
+        and not exists (
+          select 1 from task_deliveries p
+          where p.webhook_id = d.webhook_id and p.state = 'pending' and p.version < d.version
+        )
+      order by d.next_attempt_at
+      limit ${limit}::int
+      for update of d skip locked
+      for key share of t skip locked
+    )
+    update task_deliveries d
+    set worker_id = ${workerId}, attempts = d.attempts + 1,
+        lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
+    from c, task_webhooks w, (select set_config('synchronous_commit', 'off', true)) async_commit
+    where d.id = c.id and w.id = d.webhook_id and w.disabled_at is null
+    returning d.id, d.task_id, d.webhook_id, d.version, d.snapshot, d.attempts,
+              w.url, w.secret, w.format, w.token, w.auth_scheme, w.auth_credentials`.execute(db);
+  return result.rows;
+}
+
+export type Outcome =
+  | { kind: 'delivered'; statusCode: number }
+  | { kind: 'retry'; statusCode: number | null; error: string; delayMs: number }
+  | { kind: 'failed'; statusCode: number | null; error: string }
+  /** 410 Gone: this delivery fails, the webhook is disabled, and its pending ones fail too. */
+  | { kind: 'gone'; statusCode: number; error: string };
+
+/** Records an attempt's outcome under the lease. @returns whether the lease was still held */
+export async function finishDelivery(
+  db: Executor,
+  workerId: string,
+  claimed: Pick<ClaimedDelivery, 'id' | 'task_id' | 'webhook_id' | 'attempts'>,
+  outcome: Outcome,
+): Promise<boolean> {
+  const code = outcome.statusCode;
+  const error = outcome.kind === 'delivered' ? null : outcome.error;
+  const set =
+    outcome.kind === 'delivered'
+      ? sql`state = 'delivered', delivered_at = now()`
+      : outcome.kind === 'retry'
+        ? sql`next_attempt_at = now() + ${Math.round(outcome.delayMs)}::int * interval '1 millisecond'`
+        : sql`state = 'failed'`;
+  // A 410 disables the webhook and fails its pending deliveries in the same statement: were
+  // it a second one, a claim in between could take the webhook's next delivery and send it.
+  const gone =
+    outcome.kind === 'gone'
+      ? sql`, w as (
+          update task_webhooks w set disabled_at = now() from d where w.id = d.webhook_id
+          returning w.id
+        ), p as (
+          update task_deliveries p
+          set state = 'failed', last_error = 'not attempted: the webhook was disabled by 410 Gone'
+          from w
+          where p.webhook_id = w.id and p.state = 'pending' and p.id <> ${claimed.id}::uuid
+          returning 1
+        )`
+      : sql``;
+  const result = await sql<{ id: string }>`
+    with t as (select id from tasks where id = ${claimed.task_id}::uuid for key share),
+    d as (
+      update task_deliveries d
+      set ${set}, last_status_code = ${code}::int, last_error = ${error},
+          worker_id = null, lease_expires_at = null
+      from t, (select set_config('synchronous_commit', 'off', true)) async_commit
+      where d.id = ${claimed.id}::uuid and d.task_id = t.id and d.worker_id = ${workerId}
+        and d.attempts = ${claimed.attempts}::int and d.state = 'pending'
+      returning d.id, d.webhook_id
+    )${gone}
+    select id from d${outcome.kind === 'gone' ? sql`, (select count(*) from p) failed` : sql``}`.execute(
+    db,
+  );
+  const held = result.rows.length > 0;
+  return held;
+}
+
+/**
+ * Records many `delivered` outcomes in one statement (attempts that end together, as under
+ * load, share one commit). @returns the ids whose lease was still held
+ */
+export async function finishDelivered(
+  db: Executor,
+  workerId: string,
+  done: ReadonlyArray<{ claim: Pick<ClaimedDelivery, 'id' | 'attempts'>; statusCode: number }>,
+): Promise<Set<string>> {
+  if (done.length === 0) return new Set();
+  const ids = done.map((d) => d.claim.id);
+  const result = await sql<{ id: string }>`
+    with h as (
+      select * from unnest(${ids}::uuid[], ${done.map((d) => d.claim.attempts)}::int[],
+                           ${done.map((d) => d.statusCode)}::int[]) as h(id, attempts, code)
+    ), t as (
+      select t.id from tasks t join task_deliveries d on d.task_id = t.id
+      where d.id = any(${ids}::uuid[])
+      for key share of t
+    )
+    update task_deliveries d
+    set state = 'delivered', delivered_at = now(), last_status_code = h.code, last_error = null,
+        worker_id = null, lease_expires_at = null
+    from h, t, (select set_config('synchronous_commit', 'off', true)) async_commit
+    where d.id = h.id and d.task_id = t.id and d.worker_id = ${workerId}
+      and d.attempts = h.attempts and d.state = 'pending'
+    returning d.id`.execute(db);
+  return new Set(result.rows.map((r) => r.id));
+}
+
+/**
+ * Gives claimed deliveries back without counting the attempt (a graceful stop), so another
+ * process retries them at once.
+ */
+export async function releaseDeliveries(
+  db: Executor,
+  workerId: string,
+  claims: ReadonlyArray<Pick<ClaimedDelivery, 'id' | 'attempts'>>,
+): Promise<number> {
+  if (claims.length === 0) return 0;
+  const ids = claims.map((c) => c.id);
+  const result = await sql<{ id: string }>`
+    with t as (
+      select t.id from tasks t join task_deliveries d on d.task_id = t.id
+      where d.id = any(${ids}::uuid[])
+      for key share of t
+    )
+    update task_deliveries d
+    set worker_id = null, lease_expires_at = null, attempts = greatest(d.attempts - 1, 0)
+    from unnest(${ids}::uuid[], ${claims.map((c) => c.attempts)}::int[]) as h(id, attempts), t
+    where d.id = h.id and d.task_id = t.id and d.attempts = h.attempts
+      and d.worker_id = ${workerId} and d.state = 'pending'
+    returning d.id`.execute(db);
+  return result.rows.length;
+}

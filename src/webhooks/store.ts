@@ -1,0 +1,156 @@
+import { type RawBuilder, sql } from 'kysely';
+import type { DeliveryRow, Executor, WebhookRow } from '../db/types.js';
+
+/**
+ * The queries behind a task's webhooks (DESIGN §11), executor first. `owner` always narrows
+ * to the task's owner: webhooks are payload, nobody else's business, admins included.
+ */
+
+/** Channel woken whenever deliveries may have become due (the trigger of migration 0002). */
+export const DELIVERY_CHANNEL = 'taskhandle_delivery';
+/** Most webhooks one task may have, over every face. */
+export const MAX_WEBHOOKS_PER_TASK = 5;
+
+/** The columns of a task a delivery reports: the row minus its input and internals. */
+const SNAPSHOT = sql`to_jsonb(t) - array['input', 'answers', 'idempotency_key', 'worker_id', 'lease_expires_at']`;
+
+export interface NewWebhook {
+  id: string;
+  url: string;
+  secret: string;
+  format: 'standard' | 'a2a';
+  token: string | null;
+  authScheme: string | null;
+  authCredentials: string | null;
+}
+
+function values(taskId: string, w: NewWebhook, afterVersion: number) {
+  return {
+    id: w.id,
+    task_id: taskId,
+    url: w.url,
+    secret: w.secret,
+    format: w.format,
+    token: w.token,
+    auth_scheme: w.authScheme,
+    auth_credentials: w.authCredentials,
+    after_version: afterVersion,
+  };
+}
+
+/**
+ * What the statement that inserts a task (its row as `t`) adds to attach `webhook` with a
+ * delivery of its first state (DESIGN §11: a webhook attached at start reports version 1
+ * too): CTEs to append after `t`, and a column that wakes the deliverers. Task, webhook and
+ * delivery commit in that one statement, and a start that inserts nothing (an idempotent
+ * replay) attaches nothing.
+ */
+export function attachedAtStart(webhook: NewWebhook): {
+  ctes: RawBuilder<unknown>;
+  column: RawBuilder<unknown>;
+} {
+  const w = webhook;
+  return {
+    ctes: sql`, w as (
+      insert into task_webhooks (id, task_id, url, secret, format, token, auth_scheme,
+                                 auth_credentials, after_version)
+      select ${w.id}::uuid, t.id, ${w.url}, ${w.secret}, ${w.format}, ${w.token},
+             ${w.authScheme}, ${w.authCredentials}, 0
+      from t
+      returning id
+    ), d as (
+      insert into task_deliveries (id, task_id, webhook_id, version, status, snapshot)
+      select gen_random_uuid(), t.id, w.id, t.version, t.status, ${SNAPSHOT}
+      from t, w
+      returning 1
+    )`,
+    column: sql`, (select count(*) from d) as deliveries, pg_notify(${DELIVERY_CHANNEL}, '') as delivery_due`,
+  };
+}
+
+/**
+ * Attaches a webhook to a live task of `owner`'s; it reports the changes after the current
+ * version. The task row is locked for the count, so concurrent attachments cannot pass the
+ * limit together, and a status change either committed before (not reported) or after.
+ */
+export async function attachLater(
+  db: Executor,
+  taskId: string,
+  owner: string,
+  webhook: NewWebhook,
+): Promise<WebhookRow | 'not_found' | 'full'> {
+  return db.transaction().execute(async (trx) => {
+    const task = await sql<{ version: number }>`
+      select version from tasks
+      where id = ${taskId}::uuid and owner = ${owner} and expires_at > now()
+      for no key update`.execute(trx);
+    const version = task.rows[0]?.version;
+    if (version === undefined) return 'not_found';
+    const count = await sql<{ n: number }>`
+      select count(*)::int as n from task_webhooks where task_id = ${taskId}::uuid`.execute(trx);
+    if ((count.rows[0]?.n ?? 0) >= MAX_WEBHOOKS_PER_TASK) return 'full';
+    return trx
+      .insertInto('task_webhooks')
+      .values(values(taskId, webhook, version))
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+}
+
+/** The task's webhooks, oldest first; empty for a task that is not `owner`'s or is gone. */
+export async function listWebhooks(
+  db: Executor,
+  taskId: string,
+  owner: string,
+): Promise<WebhookRow[]> {
+  return db
+    .selectFrom('task_webhooks as w')
+    .innerJoin('tasks as t', 't.id', 'w.task_id')
+    .selectAll('w')
+    .where('w.task_id', '=', taskId)
+    .where('t.owner', '=', owner)
+    .where('t.expires_at', '>', sql<Date>`now()`)
+    .orderBy('w.created_at')
+    .orderBy('w.id')
+    .execute();
+}
+
+/**
+ * Deletes one webhook (its deliveries go with it), locking its task for key share first like
+ * every writer of these tables, so a purge skips the task instead of waiting.
+ * @returns whether it existed
+ */
+export async function deleteWebhook(
+  db: Executor,
+  taskId: string,
+  owner: string,
+  webhookId: string,
+): Promise<boolean> {
+  const result = await sql<{ id: string }>`
+    with t as (
+      select id from tasks
+      where id = ${taskId}::uuid and owner = ${owner} and expires_at > now()
+      for key share
+    )
+    delete from task_webhooks w using t
+    where w.id = ${webhookId}::uuid and w.task_id = t.id
+    returning w.id`.execute(db);
+  return result.rows.length > 0;
+}
+
+/** The task's deliveries, newest first (`first` of them); the caller checked it may see them. */
+export async function listDeliveries(
+  db: Executor,
+  taskId: string,
+  first: number,
+): Promise<DeliveryRow[]> {
+  return db
+    .selectFrom('task_deliveries')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .orderBy('version', 'desc')
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .limit(first)
+    .execute();
+}
