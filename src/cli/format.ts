@@ -1,0 +1,54 @@
+import type { CliTask } from './client.js';
+
+/** How long ago (or until) `iso` is, compactly: 5s, 3m, 2h, 4d. */
+export function span(iso: string, now = Date.now()): string {
+  const seconds = Math.abs(Math.round((Date.parse(iso) - now) / 1000));
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h`;
+  return `${Math.floor(seconds / 86_400)}d`;
+}
+
+const percent = (task: CliTask) =>
+  task.progress == null ? '' : `${Math.round(task.progress * 100)}%`;
+
+/** One task as a few readable lines. */
+export function describeTask(task: CliTask): string {
+  const lines = [
+    `${task.id}  ${task.kind}  ${task.status} ${percent(task)}`.trimEnd(),
+    ...(task.statusMessage ? [`  message:  ${task.statusMessage}`] : []),
+    `  created:  ${span(task.createdAt)} ago; expires in ${span(task.expiresAt)}`,
+  ];
+  if (task.inputRequest) {
+    lines.push(`  asks:     ${task.inputRequest.message}`);
+    lines.push(`  answer:   taskhandle answer ${task.id} ${task.inputRequest.key} JSON`);
+  }
+  if (task.result !== null && task.result !== undefined)
+    lines.push(`  result:   ${JSON.stringify(task.result)}`);
+  if (task.error) lines.push(`  error:    ${task.error.code} ${task.error.message}`);
+  return lines.join('\n');
+}
+
+/** Tasks as aligned columns. */
+export function table(tasks: readonly CliTask[]): string {
+  const rows = [
+    ['ID', 'KIND', 'STATUS', 'PROGRESS', 'AGE', 'MESSAGE'],
+    ...tasks.map((t) => [
+      t.id,
+      t.kind,
+      t.status,
+      percent(t),
+      span(t.createdAt),
+      t.statusMessage ?? '',
+    ]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}

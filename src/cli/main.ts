@@ -1,0 +1,238 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command, CommanderError, Option } from 'commander';
+import { ALL_SCOPES } from '../auth/principal.js';
+import { loadConfig } from '../config.js';
+import { CliError, type CliTask, request, TASK_FIELDS, type Target } from './client.js';
+import { describeTask, table } from './format.js';
+import { mintConfiguredToken } from './token.js';
+import { watchTask } from './watch.js';
+
+const DEFAULT_URL = 'http://127.0.0.1:4000';
+const STATUSES = ['WORKING', 'INPUT_REQUIRED', 'COMPLETED', 'CANCELLED', 'FAILED'];
+
+interface Globals {
+  url?: string;
+  token?: string;
+  json?: boolean;
+}
+
+/** JSON for scripts when asked, or when stdout is not a terminal. */
+const wantsJson = (g: Globals) => g.json === true || !process.stdout.isTTY;
+
+function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new CliError(`${what} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The token: --token, TASKHANDLE_TOKEN, or in development a short-lived `dev` token minted
+ * with the development secret a local server keeps in DATA_DIR (what it prints at start).
+ */
+async function targetOf(g: Globals): Promise<Target> {
+  const url = g.url ?? process.env.TASKHANDLE_URL ?? DEFAULT_URL;
+  try {
+    new URL(url);
+  } catch {
+    throw new CliError(`--url ${JSON.stringify(url)} is not a URL (e.g. ${DEFAULT_URL}).`);
+  }
+  let token = g.token ?? process.env.TASKHANDLE_TOKEN;
+  const dataDir = process.env.DATA_DIR ?? './.data';
+  if (!token && !process.env.AUTH_JWT_SECRET && existsSync(join(dataDir, 'dev-secret'))) {
+    token = await mintConfiguredToken(loadConfig(), { sub: 'dev', scopes: ALL_SCOPES, ttl: '1h' });
+  }
+  return { url, token: token?.replace(/^Bearer\s+/i, '') };
+}
+
+function print(g: Globals, value: unknown, human: () => string): void {
+  process.stdout.write(`${wantsJson(g) ? JSON.stringify(value) : human()}\n`);
+}
+
+/** The `taskhandle` program. */
+export function program(): Command {
+  const cli = new Command('taskhandle')
+    .description('Start, follow, answer and cancel taskhandle tasks from a shell.')
+    .option('--url <url>', `server (env TASKHANDLE_URL; default ${DEFAULT_URL})`)
+    .option('--token <jwt>', 'bearer token (env TASKHANDLE_TOKEN)')
+    .option('--json', 'JSON output (the default when stdout is not a terminal)')
+    .showHelpAfterError()
+    .exitOverride();
+  const globals = (cmd: Command) => cmd.optsWithGlobals<Globals>();
+  const one = async (g: Globals, query: string, variables: Record<string, unknown>) =>
+    request<Record<string, CliTask>>(await targetOf(g), query, variables);
+
+  cli
+    .command('start')
+    .description('start a task of KIND with input JSON; prints its handle')
+    .argument('<kind>', 'task kind (see `taskhandle kinds`)')
+    .argument('[json]', 'input, as JSON', '{}')
+    .option('--ttl <ms>', 'retention in milliseconds', (v) => positiveInt(v, '--ttl'))
+    .option('--key <key>', 'idempotency key: the same key and input return the same task')
+    .option('--follow', 'then follow it to its end, as `watch` does')
+    .action(async (kind: string, json: string, opts, cmd: Command) => {
+      const g = globals(cmd);
+      const target = await targetOf(g);
+      const input = {
+        kind,
+        input: parseJson(json, 'the input'),
+        ttlMs: opts.ttl,
+        idempotencyKey: opts.key,
+      };
+      const { startTask } = await request<{ startTask: CliTask }>(
+        target,
+        `mutation($input: StartTaskInput!) { startTask(input: $input) { ${TASK_FIELDS} } }`,
+        { input },
+      );
+      if (opts.follow) return watch(target, startTask.id, g);
+      print(
+        g,
+        startTask,
+        () => `${describeTask(startTask)}\n  follow:   taskhandle watch ${startTask.id}`,
+      );
+    });
+
+  cli
+    .command('get')
+    .description('show a task')
+    .argument('<id>')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const { task } = await one(g, `query($id: ID!) { task(id: $id) { ${TASK_FIELDS} } }`, { id });
+      if (!task) throw new CliError(`no task ${id} (unknown, expired, or not yours)`, 1);
+      print(g, task, () => describeTask(task));
+    });
+
+  cli
+    .command('watch')
+    .description('follow a task until it ends: exit 0 completed, 1 failed, 130 cancelled')
+    .argument('<id>')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      await watch(await targetOf(g), id, g);
+    });
+
+  cli
+    .command('cancel')
+    .description('cancel a task')
+    .argument('<id>')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const { cancelTask } = await one(
+        g,
+        `mutation($id: ID!) { cancelTask(id: $id) { ${TASK_FIELDS} } }`,
+        { id },
+      );
+      print(g, cancelTask, () => describeTask(cancelTask as CliTask));
+    });
+
+  cli
+    .command('answer')
+    .description('answer the input request KEY of a task with JSON')
+    .argument('<id>')
+    .argument('<key>')
+    .argument('<json>')
+    .action(async (id: string, key: string, json: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const value = parseJson(json, 'the answer');
+      const { provideTaskInput } = await one(
+        g,
+        `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskInput(id: $id, key: $key, value: $value) { ${TASK_FIELDS} } }`,
+        { id, key, value },
+      );
+      print(g, provideTaskInput, () => describeTask(provideTaskInput as CliTask));
+    });
+
+  cli
+    .command('ls')
+    .description('list your tasks, newest first')
+    .option('--status <statuses>', `comma-separated: ${STATUSES.join(', ')}`)
+    .option('--owner <principal>', "admins: another principal's tasks")
+    .addOption(
+      new Option('--first <n>', 'how many (1..100)')
+        .default(20)
+        .argParser((v) => positiveInt(v, '--first')),
+    )
+    .action(async (opts, cmd: Command) => {
+      const g = globals(cmd);
+      const status = opts.status ? statuses(opts.status) : null;
+      const { tasks } = await request<{ tasks: { edges: Array<{ node: CliTask }> } }>(
+        await targetOf(g),
+        `query($first: Int, $status: [TaskStatus!], $owner: String) {
+          tasks(first: $first, status: $status, owner: $owner) { edges { node { ${TASK_FIELDS} } } } }`,
+        { first: opts.first, status, owner: opts.owner ?? null },
+      );
+      const nodes = tasks.edges.map((e) => e.node);
+      if (wantsJson(g)) for (const t of nodes) process.stdout.write(`${JSON.stringify(t)}\n`);
+      else process.stdout.write(`${nodes.length ? table(nodes) : 'no tasks'}\n`);
+    });
+
+  cli
+    .command('kinds')
+    .description('list the task kinds this server runs')
+    .action(async (_opts, cmd: Command) => {
+      const g = globals(cmd);
+      const { taskKinds } = await request<{
+        taskKinds: Array<{ name: string; description: string; inputSchema: unknown }>;
+      }>(await targetOf(g), '{ taskKinds { name description inputSchema } }');
+      if (wantsJson(g)) for (const k of taskKinds) process.stdout.write(`${JSON.stringify(k)}\n`);
+      else
+        for (const k of taskKinds) process.stdout.write(`${k.name.padEnd(10)} ${k.description}\n`);
+    });
+
+  cli
+    .command('token')
+    .description(
+      'mint a token with the server configuration here (AUTH_JWT_SECRET or the development secret)',
+    )
+    .requiredOption('--sub <principal>', 'the principal')
+    .option('--scope <scopes>', 'space-separated scopes', 'tasks:read tasks:write')
+    .option('--ttl <duration>', 'lifetime, e.g. 1h or 30d', '1h')
+    .action(async (opts, cmd: Command) => {
+      const token = await mintConfiguredToken(loadConfig(), {
+        sub: opts.sub,
+        scopes: String(opts.scope).split(/\s+/).filter(Boolean),
+        ttl: opts.ttl,
+      });
+      print(globals(cmd), { token }, () => token);
+    });
+  return cli;
+}
+
+async function watch(target: Target, id: string, g: Globals): Promise<void> {
+  process.exitCode = await watchTask(target, id, { bar: !wantsJson(g) });
+}
+
+function positiveInt(value: string, what: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`${what} must be a positive integer`);
+  return n;
+}
+
+function statuses(list: string): string[] {
+  const wanted = list
+    .split(',')
+    .map((s) => s.trim().toUpperCase())
+    .filter(Boolean);
+  for (const s of wanted)
+    if (!STATUSES.includes(s))
+      throw new CliError(`unknown status ${s}; one of ${STATUSES.join(', ')}`);
+  return wanted;
+}
+
+/** Runs the command line; every failure is one line on stderr and a non-zero exit code. */
+export async function run(argv: readonly string[]): Promise<void> {
+  try {
+    await program().parseAsync([...argv], { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode === 0 ? 0 : 2; // commander has printed its message
+      return;
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`taskhandle: ${message}\n`);
+    process.exitCode = err instanceof CliError ? err.exitCode : 2;
+  }
+}

@@ -1,0 +1,34 @@
+import { existsSync } from 'node:fs';
+import { describe } from 'vitest';
+
+/** Debian's Chromium, as `.ci/run` installs it (or CHROMIUM_PATH). */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** Headless on a closed network: no background requests, no sandbox (root in CI). */
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/**
+ * `describe` for a suite that needs the browser. Without Chromium it is skipped on a
+ * developer's machine, with a line saying why; under CI (`CI` set) it always runs, so a
+ * missing browser fails the run instead of passing it silently.
+ */
+export function browserSuite(name: string): {
+  suite: ReturnType<typeof describe.skipIf>;
+  title: string;
+} {
+  const skip = !existsSync(CHROMIUM) && !process.env.CI;
+  if (skip) console.warn(`${name}: skipped, no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+  return {
+    suite: describe.skipIf(skip),
+    title: skip ? `${name} (skipped: no Chromium at ${CHROMIUM})` : name,
+  };
+}
