@@ -1,10 +1,14 @@
 import { Agent, request } from 'node:http';
-import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { migrate } from '../src/db/migrate.js';
-import type { Database } from '../src/db/types.js';
+import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
+import {
+  CANCEL_TASK,
+  FOLLOW_PROGRESS,
+  POLL_HANDLE,
+  START_HANDLE,
+} from '../test/helpers/operations.js';
 import type { LoadResult } from './load.js';
-import { spawnChild, type Child } from './processes.js';
+import { type Child, spawnChild } from './processes.js';
 
 /** What every part of the benchmark shares: settings, the database, servers, the report. */
 
@@ -46,50 +50,71 @@ export const out = (line = '') => {
   console.log(line);
   report.push(line);
 };
-export const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '–');
+export const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n)
+    ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : '–';
 export const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 export const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
 
 export async function resetDatabase(): Promise<void> {
-  const admin = new pg.Client({ connectionString: BASE_URL });
-  await admin.connect();
-  await admin.query(`drop database if exists ${DB_NAME} with (force)`);
-  await admin.query(`create database ${DB_NAME}`);
-  await admin.end();
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: 1 }) }) });
-  await migrate(db);
-  await db.destroy();
+  await recreateMigratedDatabase(BASE_URL, DB_NAME);
 }
 
 export const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
-export const truncate = () => pool.query('truncate tasks');
+export const truncate = () => pool.query('truncate tasks cascade');
 
-export function server(name: string, env: Record<string, string> = {}, exposeGc = false): Promise<Child> {
-  return spawnChild(name, 'bench/serve.ts', { env: { ...SERVER_ENV, ...env }, profile: PROFILE, exposeGc });
+export function server(
+  name: string,
+  env: Record<string, string> = {},
+  exposeGc = false,
+): Promise<Child> {
+  return spawnChild(name, 'bench/serve.ts', {
+    env: { ...SERVER_ENV, ...env },
+    profile: PROFILE,
+    exposeGc,
+  });
 }
 
 export const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 export function post(url: string, body: unknown, token: string): Promise<any> {
   return new Promise((resolve, reject) => {
     const text = JSON.stringify(body);
-    const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` } }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (data += chunk));
-      res.on('end', () => resolve(JSON.parse(data)));
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (data += chunk));
+        res.on('end', () => resolve(JSON.parse(data)));
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
 }
 
-export const START = 'mutation($input: StartTaskInput!) { startTask(input: $input) { id status pollIntervalMs } }';
-export const POLL = 'query($id: ID!) { task(id: $id) { id status progress statusMessage version pollIntervalMs lastUpdatedAt } }';
-export const FOLLOW = 'subscription($id: ID!) { taskUpdated(id: $id) { id status version progress } }';
-export const CANCEL = 'mutation($id: ID!) { cancelTask(id: $id) { id status version } }';
+export const START = START_HANDLE;
+export const POLL = POLL_HANDLE;
+export const FOLLOW = FOLLOW_PROGRESS;
+export const CANCEL = CANCEL_TASK;
 
-export async function startTask(api: Child, token: string, kind: string, input: unknown): Promise<string> {
-  const answer = await post(`${api.url}/graphql`, { query: START, variables: { input: { kind, input } } }, token);
+export async function startTask(
+  api: Child,
+  token: string,
+  kind: string,
+  input: unknown,
+): Promise<string> {
+  const answer = await post(
+    `${api.url}/graphql`,
+    { query: START, variables: { input: { kind, input } } },
+    token,
+  );
   if (!answer.data?.startTask) throw new Error(`startTask failed: ${JSON.stringify(answer)}`);
   return answer.data.startTask.id;
 }
@@ -101,13 +126,18 @@ export function row(label: string, result: LoadResult, floor: LoadResult): strin
 export const best = (a: LoadResult, b: LoadResult) => (a.perSecond >= b.perSecond ? a : b);
 
 /** Runs each contender twice, alternating, and keeps each one's better run (noise on 2 cores is large). */
-export async function alternate(contenders: Array<[string, () => Promise<LoadResult>]>, before: () => Promise<unknown> = async () => {}): Promise<Map<string, LoadResult>> {
+export async function alternate(
+  contenders: Array<[string, () => Promise<LoadResult>]>,
+  before: () => Promise<unknown> = async () => {},
+): Promise<Map<string, LoadResult>> {
   const results = new Map<string, LoadResult>();
   for (let round = 0; round < 2; round++) {
     for (const [name, run] of contenders) {
       await before();
       const result = await run();
-      console.log(`  ${name} round ${round + 1}: ${fmt(result.perSecond)}/s p50 ${fmt(result.p50Ms, 2)} ms`);
+      console.log(
+        `  ${name} round ${round + 1}: ${fmt(result.perSecond)}/s p50 ${fmt(result.p50Ms, 2)} ms`,
+      );
       const previous = results.get(name);
       results.set(name, previous ? best(previous, result) : result);
     }
@@ -116,4 +146,3 @@ export async function alternate(contenders: Array<[string, () => Promise<LoadRes
 }
 
 export const targets: string[] = [];
-

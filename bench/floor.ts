@@ -1,10 +1,10 @@
-import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import pg from 'pg';
 
 /**
  * The floor: a bare node:http server doing the same SQL as the service (the same insert and
- * notify as `insertTask`, the same select as `findTask`) with no framework, no GraphQL, no auth.
+ * notify as `insertTask`, the same select as `findVisibleTask`) with no framework, no GraphQL, no auth.
  */
 export const INSERT_SQL = `
   with t as (
@@ -28,7 +28,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const server = createServer((req, res) => {
     const send = (status: number, body: unknown) => {
       const text = JSON.stringify(body);
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(text),
+      });
       res.end(text);
     };
     const url = new URL(req.url ?? '/', 'http://floor');

@@ -16,7 +16,9 @@ const runner = await run({
   noHandleSignals: true,
   pollInterval: 2_000,
   taskList: { noop: async () => {} },
-  ...(batched ? { preset: { worker: { localQueue: { size: 4 * concurrency }, completeJobBatchDelay: 0 } } } : {}),
+  ...(batched
+    ? { preset: { worker: { localQueue: { size: 4 * concurrency }, completeJobBatchDelay: 0 } } }
+    : {}),
 });
 process.send!({ type: 'listening', url: '' });
 process.on('message', (message: { type: string }) => {

@@ -11,12 +11,17 @@ const sizes = new Map<string, [number, number]>();
 const nodes: number[] = snapshot.nodes;
 for (let i = 0; i < nodes.length; i += width) {
   const type = types[nodes[i + typeAt!]!]!;
-  const name = type === 'object' || type === 'closure' ? `${type}:${snapshot.strings[nodes[i + nameAt!]!]}` : type;
+  const name =
+    type === 'object' || type === 'closure'
+      ? `${type}:${snapshot.strings[nodes[i + nameAt!]!]}`
+      : type;
   const entry = sizes.get(name) ?? [0, 0];
   entry[0] += nodes[i + sizeAt!]!;
   entry[1]++;
   sizes.set(name, entry);
 }
-for (const [name, [size, n]] of [...sizes].sort((a, b) => b[1][0] - a[1][0]).slice(0, Number(count))) {
+for (const [name, [size, n]] of [...sizes]
+  .sort((a, b) => b[1][0] - a[1][0])
+  .slice(0, Number(count))) {
   console.log(`${(size / 1024).toFixed(0).padStart(8)} KiB ${String(n).padStart(8)}  ${name}`);
 }

@@ -4,7 +4,8 @@ export interface LoadOptions {
   url: string;
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
-  body?: string;
+  /** The same text every time, or a fresh one per request (a JSON-RPC id, say). */
+  body?: string | (() => string);
   /** Requests in flight at once, each on its own keep-alive connection. */
   concurrency: number;
   warmupMs: number;
@@ -28,15 +29,19 @@ export function percentile(sorted: readonly number[], p: number): number {
 
 function once(agent: Agent, options: LoadOptions): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(options.url, { method: options.method ?? 'GET', headers: options.headers, agent }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', reject);
-    });
+    const req = request(
+      options.url,
+      { method: options.method ?? 'GET', headers: options.headers, agent },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
-    req.end(options.body);
+    req.end(typeof options.body === 'function' ? options.body() : options.body);
   });
 }
 
@@ -45,7 +50,8 @@ function once(agent: Agent, options: LoadOptions): Promise<{ status: number; bod
  * send the next, for `warmupMs` (not counted) then `durationMs`. Loopback only.
  */
 export async function load(options: LoadOptions): Promise<LoadResult> {
-  if (!/^http:\/\/127\.0\.0\.1:/.test(options.url)) throw new Error(`load only goes to 127.0.0.1, not ${options.url}`);
+  if (!/^http:\/\/127\.0\.0\.1:/.test(options.url))
+    throw new Error(`load only goes to 127.0.0.1, not ${options.url}`);
   const agent = new Agent({ keepAlive: true, maxSockets: options.concurrency });
   const latencies: number[] = [];
   let errors = 0;
@@ -86,7 +92,12 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
 }
 
 /** The same closed loop around any async operation (the driver alone, no HTTP). */
-export async function loop(operation: () => Promise<unknown>, concurrency: number, warmupMs: number, durationMs: number): Promise<LoadResult> {
+export async function loop(
+  operation: () => Promise<unknown>,
+  concurrency: number,
+  warmupMs: number,
+  durationMs: number,
+): Promise<LoadResult> {
   const latencies: number[] = [];
   let errors = 0;
   const warmupUntil = performance.now() + warmupMs;
@@ -106,5 +117,11 @@ export async function loop(operation: () => Promise<unknown>, concurrency: numbe
     }),
   );
   latencies.sort((a, b) => a - b);
-  return { requests: latencies.length, errors, perSecond: latencies.length / (durationMs / 1000), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+  return {
+    requests: latencies.length,
+    errors,
+    perSecond: latencies.length / (durationMs / 1000),
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+  };
 }

@@ -16,7 +16,7 @@
  * BENCH_BATCH and BENCH_REST_RATIO (override PURGE_DEFAULTS, to compare). Creates and drops
  * its own database; gives up after BENCH_DEADLINE_MS (240 000).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, sql } from 'kysely';
@@ -28,10 +28,13 @@ import { PURGE_DEFAULTS, purgeExpired } from '../src/tasks/purge.js';
 
 const base = process.env.DATABASE_URL;
 if (!base) {
-  console.error('bench/purge: set DATABASE_URL to a Postgres server (it creates and drops a database of its own)');
+  console.error(
+    'bench/purge: set DATABASE_URL to a Postgres server (it creates and drops a database of its own)',
+  );
   process.exit(2);
 }
-const envInt = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
+const envInt = (name: string, fallback: number) =>
+  process.env[name] ? Number(process.env[name]) : fallback;
 const ROWS = envInt('BENCH_ROWS', 1_000_000);
 const CONCURRENCY = envInt('BENCH_CONCURRENCY', 4);
 const SLOT_MS = envInt('BENCH_SLOT_MS', 2_000);
@@ -58,7 +61,15 @@ async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
 function startServer(): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: dbUrl.toString(), PORT: '0', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'info', ROLE: 'api', NODE_ENV: 'production' },
+    env: {
+      ...process.env,
+      DATABASE_URL: dbUrl.toString(),
+      PORT: '0',
+      AUTH_JWT_SECRET: SECRET,
+      LOG_LEVEL: 'info',
+      ROLE: 'api',
+      NODE_ENV: 'production',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {
@@ -89,7 +100,11 @@ function load(url: string, token: string) {
   const client = async () => {
     while (running) {
       const started = performance.now();
-      const res = await fetch(`${url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+      const res = await fetch(`${url}/v1/jobs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      });
       await res.arrayBuffer();
       const ended = performance.now();
       if (res.status === 202) samples.push({ from: started, to: ended });
@@ -123,7 +138,13 @@ function summarize(samples: Sample[], slots: Slot[]) {
     .map((s) => s.to - s.from)
     .sort((a, b) => a - b);
   const seconds = slots.reduce((sum, slot) => sum + (slot.to - slot.from), 0) / 1000;
-  return { n: ms.length, seconds, rps: ms.length / seconds, p50: percentile(ms, 50), p99: percentile(ms, 99) };
+  return {
+    n: ms.length,
+    seconds,
+    rps: ms.length / seconds,
+    p50: percentile(ms, 50),
+    p99: percentile(ms, 99),
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -133,15 +154,21 @@ let server: ChildProcess | undefined;
 const deadline = setTimeout(() => {
   console.error(`bench/purge: gave up after ${DEADLINE_MS} ms`);
   server?.kill('SIGKILL');
-  void admin((c) => c.query(`drop database if exists ${name} with (force)`)).finally(() => process.exit(1));
+  void admin((c) => c.query(`drop database if exists ${name} with (force)`)).finally(() =>
+    process.exit(1),
+  );
 }, DEADLINE_MS);
 
 try {
   await admin((c) => c.query(`create database ${name}`));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: dbUrl.toString(), max: 1 }) }) });
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({
+      pool: new pg.Pool({ connectionString: dbUrl.toString(), max: 1 }),
+    }),
+  });
   try {
     await migrate(db);
-    let t = performance.now();
+    const t = performance.now();
     await sql`
       insert into tasks (id, owner, kind, status, ttl_ms, created_at, last_updated_at, expires_at, poll_interval_ms, max_attempts, timeout_ms)
       select gen_random_uuid(), 'user-' || (i % 1000), 'sleep', 'completed', 60000,
@@ -151,11 +178,17 @@ try {
     const insertMs = performance.now() - t;
     // A backlog that built up over time would have been vacuumed and analysed by now.
     await sql`vacuum analyze tasks`.execute(db);
-    console.log(`inserted ${ROWS} expired rows in ${(insertMs / 1000).toFixed(1)} s (one INSERT … generate_series), then vacuum analyze`);
+    console.log(
+      `inserted ${ROWS} expired rows in ${(insertMs / 1000).toFixed(1)} s (one INSERT … generate_series), then vacuum analyze`,
+    );
 
     const started = await startServer();
     server = started.child;
-    const token = await mintToken(SECRET, { sub: 'bench', scopes: ['tasks:read', 'tasks:write'], ttl: '1h' });
+    const token = await mintToken(SECRET, {
+      sub: 'bench',
+      scopes: ['tasks:read', 'tasks:write'],
+      ttl: '1h',
+    });
     const generator = load(started.url, token);
 
     await sleep(3_000); // warm-up: JIT, connection pool, token cache
@@ -171,7 +204,11 @@ try {
       const slot = new AbortController();
       const timer = setTimeout(() => slot.abort(), SLOT_MS);
       const purgeFrom = performance.now();
-      deleted += await purgeExpired(db, { batchSize: BATCH, restRatio: REST_RATIO, signal: slot.signal });
+      deleted += await purgeExpired(db, {
+        batchSize: BATCH,
+        restRatio: REST_RATIO,
+        signal: slot.signal,
+      });
       purgeSlots.push({ from: purgeFrom, to: performance.now() });
       clearTimeout(timer);
       done = !slot.signal.aborted; // a short batch: nothing left
@@ -183,22 +220,52 @@ try {
 
     const idle = summarize(generator.samples, idleSlots);
     const during = summarize(generator.samples, purgeSlots);
-    const remaining = await db.selectFrom('tasks').select((eb) => eb.fn.countAll<string>().as('n')).where('expires_at', '<=', sql<Date>`now()`).executeTakeFirstOrThrow();
+    const remaining = await db
+      .selectFrom('tasks')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('expires_at', '<=', sql<Date>`now()`)
+      .executeTakeFirstOrThrow();
 
-    console.log(`purge: deleted ${deleted} rows in ${during.seconds.toFixed(1)} s of purging, ${purgeSlots.length} slots (${Math.round(deleted / during.seconds)} rows/s, batches of ${BATCH}, rest ratio ${REST_RATIO}); expired rows left: ${remaining.n}`);
-    console.log(`startTask over HTTP (POST /v1/jobs), ${CONCURRENCY} concurrent clients, ${generator.errors()} errors`);
+    console.log(
+      `purge: deleted ${deleted} rows in ${during.seconds.toFixed(1)} s of purging, ${purgeSlots.length} slots (${Math.round(deleted / during.seconds)} rows/s, batches of ${BATCH}, rest ratio ${REST_RATIO}); expired rows left: ${remaining.n}`,
+    );
+    console.log(
+      `startTask over HTTP (POST /v1/jobs), ${CONCURRENCY} concurrent clients, ${generator.errors()} errors`,
+    );
     console.log('phase          requests   req/s    p50 ms   p99 ms');
-    for (const [label, s] of [['idle', idle], ['during purge', during]] as const) {
-      console.log(`${label.padEnd(14)} ${String(s.n).padStart(8)} ${s.rps.toFixed(0).padStart(7)} ${fmt(s.p50).padStart(8)} ${fmt(s.p99).padStart(8)}`);
+    for (const [label, s] of [
+      ['idle', idle],
+      ['during purge', during],
+    ] as const) {
+      console.log(
+        `${label.padEnd(14)} ${String(s.n).padStart(8)} ${s.rps.toFixed(0).padStart(7)} ${fmt(s.p50).padStart(8)} ${fmt(s.p99).padStart(8)}`,
+      );
     }
     const p50Ratio = during.p50 / idle.p50;
     const p99Ratio = during.p99 / idle.p99;
-    console.log(`ratio during/idle: p50 ${fmt(p50Ratio)}×, p99 ${fmt(p99Ratio)}× (target p99 ≤ 2×: ${p99Ratio <= 2 ? 'met' : 'NOT met'})`);
-    console.log(JSON.stringify({ bench: 'purge', rows: ROWS, deleted, batchSize: BATCH, restRatio: REST_RATIO, concurrency: CONCURRENCY, slotMs: SLOT_MS, idle, during, p50Ratio, p99Ratio }));
+    console.log(
+      `ratio during/idle: p50 ${fmt(p50Ratio)}×, p99 ${fmt(p99Ratio)}× (target p99 ≤ 2×: ${p99Ratio <= 2 ? 'met' : 'NOT met'})`,
+    );
+    console.log(
+      JSON.stringify({
+        bench: 'purge',
+        rows: ROWS,
+        deleted,
+        batchSize: BATCH,
+        restRatio: REST_RATIO,
+        concurrency: CONCURRENCY,
+        slotMs: SLOT_MS,
+        idle,
+        during,
+        p50Ratio,
+        p99Ratio,
+      }),
+    );
     process.exitCode = deleted === ROWS && Number(remaining.n) === 0 ? 0 : 1;
   } finally {
     server?.kill('SIGTERM');
-    if (server && server.exitCode === null) await new Promise((resolve) => server!.once('exit', resolve));
+    if (server && server.exitCode === null)
+      await new Promise((resolve) => server!.once('exit', resolve));
     await db.destroy();
   }
 } finally {

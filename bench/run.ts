@@ -4,7 +4,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres); works in a database of its own,
  * `taskhandle_bench`, dropped and made anew. All load goes to 127.0.0.1, bounded in time.
  * BENCH_PROFILE=1 writes `--cpu-prof` profiles of the servers to bench/profiles/.
- * BENCH_ONLY=accept,poll,event,drain,fanout runs a subset (RESULTS.md is written only for a full run).
+ * BENCH_ONLY=accept,poll,event,drain,fanout,mcp,webhooks,scaling runs a subset (RESULTS.md is written only for a full run).
  * BENCH_SUBSCRIBERS=n changes the fan-out's size; BENCH_HEAP=/some/file writes heap snapshots of
  * the fan-out server before and after subscribing (`npx tsx bench/heap-top.ts` summarises one).
  */
@@ -13,16 +13,38 @@ import { writeFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
 import { mintToken } from '../src/auth/mint.js';
 import { accept, poll } from './accept-poll.js';
-import { DURATION_MS, ONLY, SECRET, WARMUP_MS, agent, fmt, pool, report, resetDatabase, runs, targets } from './common.js';
+import {
+  agent,
+  DURATION_MS,
+  fmt,
+  ONLY,
+  pool,
+  report,
+  resetDatabase,
+  runs,
+  SECRET,
+  targets,
+  WARMUP_MS,
+} from './common.js';
 import { drain } from './drain.js';
 import { event } from './event.js';
 import { fanout } from './fanout.js';
+import { mcp } from './mcp.js';
 import { ROOT } from './processes.js';
+import { scaling } from './scaling.js';
+import { webhooks } from './webhooks.js';
 
 async function machine(): Promise<string[]> {
   const [{ version }] = (await pool.query('select version()')).rows;
-  const settings = (await pool.query(`select name, setting, unit from pg_settings where name in ('shared_buffers', 'synchronous_commit', 'fsync', 'max_connections') order by name`)).rows
-    .map((r: { name: string; setting: string; unit: string | null }) => `${r.name}=${r.setting}${r.unit ?? ''}`)
+  const settings = (
+    await pool.query(
+      `select name, setting, unit from pg_settings where name in ('shared_buffers', 'synchronous_commit', 'fsync', 'max_connections') order by name`,
+    )
+  ).rows
+    .map(
+      (r: { name: string; setting: string; unit: string | null }) =>
+        `${r.name}=${r.setting}${r.unit ?? ''}`,
+    )
     .join(', ');
   const cpu = cpus();
   return [
@@ -35,7 +57,11 @@ async function machine(): Promise<string[]> {
 async function main(): Promise<void> {
   const began = Date.now();
   await resetDatabase();
-  const token = await mintToken(SECRET, { sub: 'alice', scopes: ['tasks:read', 'tasks:write'], ttl: '2h' });
+  const token = await mintToken(SECRET, {
+    sub: 'alice',
+    scopes: ['tasks:read', 'tasks:write'],
+    ttl: '2h',
+  });
   const header = [
     '# Benchmark results',
     '',
@@ -49,10 +75,23 @@ async function main(): Promise<void> {
   if (runs('event')) await event(token);
   if (runs('drain')) await drain();
   if (runs('fanout')) await fanout(token);
+  if (runs('mcp')) await mcp(token);
+  if (runs('webhooks')) await webhooks(token);
+  if (runs('scaling')) await scaling(token);
 
-  const summary = ['## Targets', '', '| target | reached | |', '| --- | --- | --- |', ...targets, '', `Whole run: ${fmt((Date.now() - began) / 1000)} s.`, ''];
+  const summary = [
+    '## Targets',
+    '',
+    '| target | reached | |',
+    '| --- | --- | --- |',
+    ...targets,
+    '',
+    `Whole run: ${fmt((Date.now() - began) / 1000)} s.`,
+    '',
+  ];
   console.log(summary.join('\n'));
-  if (!ONLY) writeFileSync(`${ROOT}bench/RESULTS.md`, [...header, ...summary, ...report].join('\n') + '\n');
+  if (!ONLY)
+    writeFileSync(`${ROOT}bench/RESULTS.md`, `${[...header, ...summary, ...report].join('\n')}\n`);
 }
 
 try {

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { writeHeapSnapshot } from 'node:v8';
-import pino from 'pino';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
 import { defineTaskKind } from '../src/tasks/kinds.js';
 
 /**
@@ -21,8 +21,11 @@ const noop = defineTaskKind({
 });
 
 const config = loadConfig();
-const log = pino({ level: config.logLevel });
-const app = await createApp({ config, log, kinds: [noop] });
+const log = createLogger(config.logLevel);
+// BENCH_YOGA_ONLY=1: a plugin with a request hook, so every request goes through yoga's own
+// HTTP layer (the direct POST path steps aside): the A/B row of the accept and poll sections.
+const yogaOnly = process.env.BENCH_YOGA_ONLY === '1' ? [{ onRequest() {} }] : [];
+const app = await createApp({ config, log, kinds: [noop], graphqlPlugins: yogaOnly });
 const url = await app.listen();
 
 function memory() {
@@ -51,7 +54,8 @@ process.on('message', async (message: { type: string; file?: string }) => {
     writeFileSync(message.file!, JSON.stringify(profile));
     process.send!({ type: 'profile:stop' });
   }
-  if (message.type === 'heap') process.send!({ type: 'heap', file: writeHeapSnapshot(message.file) });
+  if (message.type === 'heap')
+    process.send!({ type: 'heap', file: writeHeapSnapshot(message.file) });
   if (message.type === 'cache') process.send!({ type: 'cache', ...app.events.cacheStats });
   if (message.type === 'stop') void app.stop().then(() => process.exit(0));
 });

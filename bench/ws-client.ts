@@ -29,13 +29,26 @@ export class GqlSocket {
   static open(url: string, token: string): Promise<GqlSocket> {
     return new Promise((resolve, reject) => {
       const socket = new WebSocket(url, 'graphql-transport-ws', { perMessageDeflate: false });
-      const timer = setTimeout(() => (socket.terminate(), reject(new Error('websocket: no connection_ack within 30 s'))), 30_000);
+      const timer = setTimeout(() => {
+        socket.terminate();
+        reject(new Error('websocket: no connection_ack within 30 s'));
+      }, 30_000);
       socket.once('error', reject);
-      socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } })));
-      socket.once('close', (code) => reject(new Error(`websocket closed (${code}) before connection_ack`)));
+      socket.once('open', () =>
+        socket.send(
+          JSON.stringify({
+            type: 'connection_init',
+            payload: { authorization: `Bearer ${token}` },
+          }),
+        ),
+      );
+      socket.once('close', (code) =>
+        reject(new Error(`websocket closed (${code}) before connection_ack`)),
+      );
       socket.once('message', (data) => {
         clearTimeout(timer);
-        if (JSON.parse(data.toString()).type !== 'connection_ack') return reject(new Error(`websocket: expected connection_ack, got ${data.toString()}`));
+        if (JSON.parse(data.toString()).type !== 'connection_ack')
+          return reject(new Error(`websocket: expected connection_ack, got ${data.toString()}`));
         socket.removeAllListeners('close');
         socket.removeAllListeners('error');
         socket.on('error', () => {});
@@ -45,7 +58,12 @@ export class GqlSocket {
   }
 
   /** Subscribes; `frame` gets every raw `next`/`error` message text, `complete` the end. */
-  subscribe(query: string, variables: Record<string, unknown>, frame: (raw: string) => void, complete: () => void = () => {}): string {
+  subscribe(
+    query: string,
+    variables: Record<string, unknown>,
+    frame: (raw: string) => void,
+    complete: () => void = () => {},
+  ): string {
     const id = String(this.next++);
     this.handlers.set(id, { frame, complete });
     this.socket.send(JSON.stringify({ id, type: 'subscribe', payload: { query, variables } }));

@@ -8,7 +8,12 @@ const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate:
 const FRAME = (id: number) =>
   `{"id":"${id}","type":"next","payload":{"data":{"taskUpdated":{"id":"8137a134-af04-478e-a473-03177c5136a0","status":"CANCELLED","version":2,"progress":null}}}}`;
 
-wss.on('listening', () => process.send!({ type: 'listening', url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}` }));
+wss.on('listening', () =>
+  process.send!({
+    type: 'listening',
+    url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}`,
+  }),
+);
 process.on('message', (message: { type: string }) => {
   if (message.type === 'memory') {
     const gc = (globalThis as { gc?: () => void }).gc;
