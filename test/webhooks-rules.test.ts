@@ -219,6 +219,26 @@ describe('webhooks: rules at attach time, visibility and expiry', () => {
     );
     expect(left.rows[0]?.n).toBe(0);
   });
+  it('fails, instead of claiming, a delivery left pending for a webhook a 410 disabled', async () => {
+    // A status change that commits while a 410 is recorded can add a delivery the 410's
+    // statement does not see. Here that state is made directly: a pending delivery of a
+    // disabled webhook. The next claim must fail it, or it stays pending for good.
+    const res = await startWith({ url: 'https://example.com/gone' });
+    const id = res.data.startTask.id;
+    await sql`update task_webhooks set disabled_at = now() where task_id = ${id}::uuid`.execute(
+      t.app.db.kysely,
+    );
+    const claimed = await claimDeliveries(t.app.db.kysely, 'test-worker', 100, 1000);
+    expect(claimed.filter((c) => c.task_id === id)).toEqual([]);
+    const v = (await t.gql(VIEW, { id }, alice)).data.task;
+    expect(v.deliveries).toMatchObject([
+      {
+        state: 'FAILED',
+        attempts: 0,
+        lastError: 'not attempted: the webhook was disabled by 410 Gone',
+      },
+    ]);
+  });
 });
 
 describe('webhooks: the address guard at delivery time', () => {

@@ -14,6 +14,8 @@ import type { Executor } from '../db/types.js';
  * status change they report, and that commit is flushed.
  */
 
+const NOT_ATTEMPTED_GONE = 'not attempted: the webhook was disabled by 410 Gone';
+
 /** A claimed delivery with what its attempt needs. */
 export interface ClaimedDelivery {
   id: string;
@@ -33,6 +35,11 @@ export interface ClaimedDelivery {
 /**
  * Claims up to `limit` due deliveries: pending, not leased, of an unexpired task, and the
  * oldest pending version of their webhook (a webhook's next delivery waits for the previous).
+ *
+ * A due delivery of a disabled webhook is failed here instead of claimed. The 410 that
+ * disabled it fails the webhook's pending deliveries, but a status change committing at that
+ * moment can add one the 410's statement cannot see (its trigger read the webhook before the
+ * 410 committed); without this it would stay pending for good.
  */
 export async function claimDeliveries(
   db: Executor,
@@ -42,8 +49,9 @@ export async function claimDeliveries(
 ): Promise<ClaimedDelivery[]> {
   const result = await sql<ClaimedDelivery>`
     with c as (
-      select d.id from task_deliveries d
+      select d.id, w.disabled_at is not null as gone from task_deliveries d
       join tasks t on t.id = d.task_id
+      join task_webhooks w on w.id = d.webhook_id
       where d.state = 'pending' and d.next_attempt_at <= now()
         and (d.lease_expires_at is null or d.lease_expires_at < now())
         and t.expires_at > now()
@@ -55,12 +63,17 @@ export async function claimDeliveries(
       limit ${limit}::int
       for update of d skip locked
       for key share of t skip locked
+    ), gone as (
+      update task_deliveries d
+      set state = 'failed', last_error = ${NOT_ATTEMPTED_GONE}
+      from c where d.id = c.id and c.gone
+      returning d.id
     )
     update task_deliveries d
     set worker_id = ${workerId}, attempts = d.attempts + 1,
         lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
     from c, task_webhooks w, (select set_config('synchronous_commit', 'off', true)) async_commit
-    where d.id = c.id and w.id = d.webhook_id and w.disabled_at is null
+    where d.id = c.id and not c.gone and w.id = d.webhook_id
     returning d.id, d.task_id, d.webhook_id, d.version, d.snapshot, d.attempts,
               w.url, w.secret, w.format, w.token, w.auth_scheme, w.auth_credentials`.execute(db);
   return result.rows;
@@ -97,7 +110,7 @@ export async function finishDelivery(
           returning w.id
         ), p as (
           update task_deliveries p
-          set state = 'failed', last_error = 'not attempted: the webhook was disabled by 410 Gone'
+          set state = 'failed', last_error = ${NOT_ATTEMPTED_GONE}
           from w
           where p.webhook_id = w.id and p.state = 'pending' and p.id <> ${claimed.id}::uuid
           returning 1
