@@ -36,6 +36,11 @@ create table task_deliveries (
 );
 -- Due work: only pending rows are indexed.
 create index task_deliveries_due on task_deliveries (next_attempt_at) where state = 'pending';
+-- A webhook's pending deliveries in version order: the claim's check that none older waits is
+-- one probe here, whatever the statistics say (through the unique index above the planner
+-- would AND it with a scan of every due row, once for each candidate).
+create index task_deliveries_pending on task_deliveries (webhook_id, version)
+  where state = 'pending';
 -- A task's deliveries, newest first; and the cascade from tasks.
 create index task_deliveries_task on task_deliveries (task_id, version desc);
 

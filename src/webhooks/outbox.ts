@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../db/types.js';
 
 /**
@@ -48,16 +48,24 @@ export async function claimDeliveries(
   leaseMs: number,
 ): Promise<ClaimedDelivery[]> {
   const result = await sql<ClaimedDelivery>`
-    with c as (
-      select d.id, w.disabled_at is not null as gone from task_deliveries d
+    with ${claiming(workerId, limit, leaseMs, sql``)}
+    select * from claimed`.execute(db);
+  return result.rows;
+}
+
+/** The CTEs `c`, `gone` and `claimed` of a claim. */
+function claiming(workerId: string, limit: number, leaseMs: number, settled: RawBuilder<unknown>) {
+  return sql`c as (
+      select d.id, d.webhook_id from task_deliveries d
       join tasks t on t.id = d.task_id
-      join task_webhooks w on w.id = d.webhook_id
       where d.state = 'pending' and d.next_attempt_at <= now()
         and (d.lease_expires_at is null or d.lease_expires_at < now())
         and t.expires_at > now()
-        and not exists (
-          select 1 from task_deliveries p
-          where p.webhook_id = d.webhook_id and p.state = 'pending' and p.version < d.version
+        -- the oldest pending version of its webhook: a scalar subquery, so that it is one
+        -- probe of task_deliveries_pending per candidate whatever the statistics say
+        and d.version = (
+          select min(p.version) from task_deliveries p
+          where p.webhook_id = d.webhook_id and p.state = 'pending' ${settled}
         )
       order by d.next_attempt_at
       limit ${limit}::int
@@ -66,17 +74,18 @@ export async function claimDeliveries(
     ), gone as (
       update task_deliveries d
       set state = 'failed', last_error = ${NOT_ATTEMPTED_GONE}
-      from c where d.id = c.id and c.gone
+      from c, task_webhooks w
+      where d.id = c.id and w.id = c.webhook_id and w.disabled_at is not null
       returning d.id
-    )
-    update task_deliveries d
-    set worker_id = ${workerId}, attempts = d.attempts + 1,
-        lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
-    from c, task_webhooks w, (select set_config('synchronous_commit', 'off', true)) async_commit
-    where d.id = c.id and not c.gone and w.id = d.webhook_id
-    returning d.id, d.task_id, d.webhook_id, d.version, d.snapshot, d.attempts,
-              w.url, w.secret, w.format, w.token, w.auth_scheme, w.auth_credentials`.execute(db);
-  return result.rows;
+    ), claimed as (
+      update task_deliveries d
+      set worker_id = ${workerId}, attempts = d.attempts + 1,
+          lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
+      from c, task_webhooks w, (select set_config('synchronous_commit', 'off', true)) async_commit
+      where d.id = c.id and w.id = c.webhook_id and w.disabled_at is null
+      returning d.id, d.task_id, d.webhook_id, d.version, d.snapshot, d.attempts,
+                w.url, w.secret, w.format, w.token, w.auth_scheme, w.auth_credentials
+    )`;
 }
 
 export type Outcome =
