@@ -46,6 +46,11 @@ export class Deliverer {
   private readonly stopping = new AbortController();
   private claiming = false;
   private again = false;
+  /**
+   * The last claim found fewer due deliveries than it had slots for, and nothing has said since
+   * that more may be due: a slot freed by a delivered attempt need not claim again.
+   */
+  private satisfied = false;
   private closed = false;
   private unsubscribe: Array<() => void> = [];
   private readonly leaseMs: number;
@@ -74,8 +79,11 @@ export class Deliverer {
     return this.inFlight.size;
   }
 
-  private wake(): void {
+  /** @param slot woken only because an attempt ended (not by news that more may be due) */
+  private wake(slot = false): void {
     if (this.closed) return;
+    if (slot && this.satisfied) return;
+    if (!slot) this.satisfied = false;
     if (this.claiming) {
       this.again = true;
       return;
@@ -98,6 +106,7 @@ export class Deliverer {
           this.leaseMs,
         );
         for (const claim of claims) this.run(claim);
+        this.satisfied = claims.length < free;
         if (claims.length < free && !this.again) break;
       }
     } catch (err) {
@@ -110,7 +119,7 @@ export class Deliverer {
   private run(claim: ClaimedDelivery): void {
     const done = this.deliver(claim).finally(() => {
       this.inFlight.delete(claim.id);
-      this.wake(); // a slot is free, and the webhook's next delivery may be due
+      this.wake(true);
     });
     this.inFlight.set(claim.id, { claim, done });
   }
@@ -132,6 +141,9 @@ export class Deliverer {
     // Stopped mid-attempt: the stop gives the delivery back uncounted.
     if (this.stopping.signal.aborted && result.statusCode === null) return;
     const outcome = this.outcomeOf(claim, result);
+    // Any other outcome than delivered changes what is due (a failed delivery lets its webhook's
+    // next go), which no claim has seen yet.
+    if (outcome.kind !== 'delivered') this.satisfied = false;
     this.options.observer?.webhookDelivery(outcome.kind);
     log.info(
       {
@@ -178,14 +190,40 @@ export class Deliverer {
     });
   }
 
+  /**
+   * Records the queued delivered outcomes and, unless a claim is under way, claims for the
+   * slots they free in the same statement.
+   */
   private async flushDelivered(): Promise<void> {
     const batch = this.delivered;
     this.delivered = [];
+    const { db, workerId, config } = this.options;
+    const claimHere = !this.claiming && !this.closed;
+    if (claimHere) this.claiming = true;
+    // The batch's attempts are still counted in flight; their slots are what this claims for.
+    const limit = claimHere
+      ? Math.max(0, config.concurrency - this.inFlight.size + batch.length)
+      : 0;
     try {
-      const held = await finishDelivered(this.options.db, this.options.workerId, batch);
+      const { held, claimed } = await finishDelivered(db, workerId, batch, {
+        limit,
+        leaseMs: this.leaseMs,
+      });
+      if (!this.closed) for (const next of claimed) this.run(next);
+      // Stopped meanwhile: give them back for another process (or lapse with their lease).
+      else await releaseDeliveries(db, workerId, claimed).catch(() => {});
+      if (claimHere) this.satisfied = claimed.length < limit;
       for (const item of batch) item.settle(held.has(item.claim.id));
     } catch (err) {
       for (const item of batch) item.fail(err);
+    } finally {
+      if (claimHere) {
+        this.claiming = false;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      }
     }
   }
 

@@ -53,7 +53,11 @@ export async function claimDeliveries(
   return result.rows;
 }
 
-/** The CTEs `c`, `gone` and `claimed` of a claim. */
+/**
+ * The CTEs `c`, `gone` and `claimed` of a claim. `settled` narrows the ordering check: the
+ * deliveries it names (ones the same statement records as delivered) no longer hold back
+ * their webhook's next version.
+ */
 function claiming(workerId: string, limit: number, leaseMs: number, settled: RawBuilder<unknown>) {
   return sql`c as (
       select d.id, d.webhook_id from task_deliveries d
@@ -145,16 +149,24 @@ export async function finishDelivery(
 
 /**
  * Records many `delivered` outcomes in one statement (attempts that end together, as under
- * load, share one commit). @returns the ids whose lease was still held
+ * load, share one commit), and in the same statement claims up to `claim.limit` due
+ * deliveries for the slots they free, the next version of these webhooks included: one round
+ * trip and one commit where a finish and a claim would take two.
+ * @returns the ids whose lease was still held, and the deliveries claimed
  */
 export async function finishDelivered(
   db: Executor,
   workerId: string,
   done: ReadonlyArray<{ claim: Pick<ClaimedDelivery, 'id' | 'attempts'>; statusCode: number }>,
-): Promise<Set<string>> {
-  if (done.length === 0) return new Set();
+  claim: { limit: number; leaseMs: number } = { limit: 0, leaseMs: 0 },
+): Promise<{ held: Set<string>; claimed: ClaimedDelivery[] }> {
+  if (done.length === 0) return { held: new Set(), claimed: [] };
   const ids = done.map((d) => d.claim.id);
-  const result = await sql<{ id: string }>`
+  const next =
+    claim.limit > 0
+      ? sql`, ${claiming(workerId, claim.limit, claim.leaseMs, sql`and p.id not in (select id from f)`)}`
+      : sql``;
+  const result = await sql<{ held: string[]; claimed: ClaimedDelivery[] | null }>`
     with h as (
       select * from unnest(${ids}::uuid[], ${done.map((d) => d.claim.attempts)}::int[],
                            ${done.map((d) => d.statusCode)}::int[]) as h(id, attempts, code)
@@ -162,15 +174,21 @@ export async function finishDelivered(
       select t.id from tasks t join task_deliveries d on d.task_id = t.id
       where d.id = any(${ids}::uuid[])
       for key share of t
-    )
-    update task_deliveries d
-    set state = 'delivered', delivered_at = now(), last_status_code = h.code, last_error = null,
-        worker_id = null, lease_expires_at = null
-    from h, t, (select set_config('synchronous_commit', 'off', true)) async_commit
-    where d.id = h.id and d.task_id = t.id and d.worker_id = ${workerId}
-      and d.attempts = h.attempts and d.state = 'pending'
-    returning d.id`.execute(db);
-  return new Set(result.rows.map((r) => r.id));
+    ), f as (
+      update task_deliveries d
+      set state = 'delivered', delivered_at = now(), last_status_code = h.code, last_error = null,
+          worker_id = null, lease_expires_at = null
+      from h, t, (select set_config('synchronous_commit', 'off', true)) async_commit
+      where d.id = h.id and d.task_id = t.id and d.worker_id = ${workerId}
+        and d.attempts = h.attempts and d.state = 'pending'
+      returning d.id
+    )${next}
+    select array(select id from f)::text[] as held,
+           ${claim.limit > 0 ? sql`(select json_agg(claimed) from claimed)` : sql`null::json`} as claimed`.execute(
+    db,
+  );
+  const row = result.rows[0]!;
+  return { held: new Set(row.held), claimed: row.claimed ?? [] };
 }
 
 /**
