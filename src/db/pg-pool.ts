@@ -1,4 +1,5 @@
-import type { PostgresPool, PostgresPoolClient } from 'kysely';
+import { createHash } from 'node:crypto';
+import { type PostgresPool, type PostgresPoolClient, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { faultClassifier } from './faults.js';
@@ -24,6 +25,28 @@ export function clientConfig(databaseUrl: string, timeouts: PgTimeouts): pg.Clie
     keepAlive: true,
     keepAliveInitialDelayMillis: 5_000,
   };
+}
+
+/** Starts a statement that each connection prepares once and then runs by name. */
+export const PREPARED = '/* prepared */';
+
+/** {@link PREPARED} for a kysely `sql` template: sql`${prepared} select …`. */
+export const prepared = sql.raw(PREPARED);
+
+const names = new Map<string, string>();
+/**
+ * The statement name for a text that starts with {@link PREPARED}: hot statements of a fixed
+ * shape skip parsing and, once Postgres settles on a generic plan, planning. Only marked texts
+ * are prepared, so the set each connection keeps is small and fixed.
+ */
+function preparedName(text: string): string | undefined {
+  if (!text.startsWith(PREPARED)) return undefined;
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `th_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+    names.set(text, name);
+  }
+  return name;
 }
 
 /**
@@ -58,7 +81,11 @@ export function guardedPool(
     guarded = {
       query: (async (sql: string, parameters: readonly unknown[]) => {
         try {
-          return await client.query(sql, parameters as unknown[]);
+          const name = preparedName(sql);
+          const values = parameters as unknown[];
+          return await (name
+            ? client.query({ name, text: sql, values })
+            : client.query(sql, values));
         } catch (err) {
           if (err instanceof Error && err.message === 'Query read timeout')
             void client.end().catch(() => {});

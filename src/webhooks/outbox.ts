@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
+import { prepared } from '../db/pg-pool.js';
 import type { Executor } from '../db/types.js';
 
 /**
@@ -47,7 +48,7 @@ export async function claimDeliveries(
   limit: number,
   leaseMs: number,
 ): Promise<ClaimedDelivery[]> {
-  const result = await sql<ClaimedDelivery>`
+  const result = await sql<ClaimedDelivery>`${prepared}
     with ${claiming(workerId, limit, leaseMs, sql``)}
     select * from claimed`.execute(db);
   return result.rows;
@@ -129,7 +130,7 @@ export async function finishDelivery(
           returning 1
         )`
       : sql``;
-  const result = await sql<{ id: string }>`
+  const result = await sql<{ id: string }>`${prepared}
     with t as (select id from tasks where id = ${claimed.task_id}::uuid for key share),
     d as (
       update task_deliveries d
@@ -166,7 +167,7 @@ export async function finishDelivered(
     claim.limit > 0
       ? sql`, ${claiming(workerId, claim.limit, claim.leaseMs, sql`and p.id not in (select id from f)`)}`
       : sql``;
-  const result = await sql<{ held: string[]; claimed: ClaimedDelivery[] | null }>`
+  const result = await sql<{ held: string[]; claimed: ClaimedDelivery[] | null }>`${prepared}
     with h as (
       select * from unnest(${ids}::uuid[], ${done.map((d) => d.claim.attempts)}::int[],
                            ${done.map((d) => d.statusCode)}::int[]) as h(id, attempts, code)
