@@ -41,6 +41,7 @@ let inspector: Session | undefined;
 
 process.on('message', async (message: { type: string; file?: string }) => {
   if (message.type === 'memory') process.send!({ type: 'memory', ...memory() });
+  if (message.type === 'cpu') process.send!({ type: 'cpu', ...process.cpuUsage() });
   if (message.type === 'profile:start') {
     inspector = new Session();
     inspector.connect();
