@@ -65,7 +65,17 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
  * body of the answer is read up to MAX_RESPONSE_BYTES and dropped. Never rejects.
  */
 export async function attempt(request: AttemptRequest): Promise<AttemptResult> {
-  const signal = AbortSignal.any([request.signal, AbortSignal.timeout(request.timeoutMs)]);
+  // One controller and one timer an attempt, both let go when it ends: AbortSignal.any with
+  // AbortSignal.timeout would keep a timer and a dependent signal alive for the whole timeout.
+  const controller = new AbortController();
+  const { signal } = controller;
+  const timer = setTimeout(
+    () => controller.abort(new DOMException('The attempt timed out', 'TimeoutError')),
+    request.timeoutMs,
+  );
+  const onStop = () => controller.abort(request.signal.reason);
+  if (request.signal.aborted) onStop();
+  else request.signal.addEventListener('abort', onStop, { once: true });
   try {
     const url = new URL(request.url);
     const addresses = await abortable(resolveChecked(url.hostname, request.allowPrivate), signal);
@@ -107,5 +117,8 @@ export async function attempt(request: AttemptRequest): Promise<AttemptResult> {
     return { statusCode };
   } catch (err) {
     return { statusCode: null, error: describe(err, request.timeoutMs) };
+  } finally {
+    clearTimeout(timer);
+    request.signal.removeEventListener('abort', onStop);
   }
 }

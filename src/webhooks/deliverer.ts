@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -60,6 +61,8 @@ export class Deliverer {
   constructor(private readonly options: DelivererOptions) {
     this.leaseMs = options.config.timeoutMs + LEASE_MARGIN_MS;
     this.agents = keepAliveAgents(options.config.concurrency);
+    // Every attempt in flight listens for the stop.
+    setMaxListeners(options.config.concurrency + 10, this.stopping.signal);
   }
 
   start(): void {
