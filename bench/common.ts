@@ -62,7 +62,7 @@ export async function resetDatabase(): Promise<void> {
 }
 
 export const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
-export const truncate = () => pool.query('truncate tasks cascade');
+export const truncate = () => pool.query('truncate tasks, task_webhooks, task_deliveries');
 
 export function server(
   name: string,

@@ -1,8 +1,13 @@
 -- Webhooks (DESIGN §11): URLs a task's owner wants its status changes pushed to, and the
--- outbox of deliveries to them. Both go with their task.
+-- outbox of deliveries to them. Both go with their task: the purge deletes them in the
+-- statement that deletes it (src/tasks/purge.ts), and deleting a webhook deletes its
+-- deliveries. There are no foreign keys: each would check, and lock for key share, the
+-- task or webhook row on every delivery written, in the transaction of the status change,
+-- for a guarantee every writer already gives by holding the task's row (a task being
+-- changed or attached to is locked, and the purge skips locked tasks).
 create table task_webhooks (
   id uuid primary key,
-  task_id uuid not null references tasks (id) on delete cascade,
+  task_id uuid not null,
   url text not null,
   secret text not null,                -- whsec_…: signs every delivery
   format text not null default 'standard' check (format in ('standard', 'a2a')),
@@ -18,8 +23,8 @@ create index task_webhooks_task on task_webhooks (task_id, created_at);
 
 create table task_deliveries (
   id uuid primary key,                 -- the webhook-id header, the same on every attempt
-  task_id uuid not null references tasks (id) on delete cascade,
-  webhook_id uuid not null references task_webhooks (id) on delete cascade,
+  task_id uuid not null,
+  webhook_id uuid not null,
   version integer not null,
   status text not null,                -- the status this delivery reports
   snapshot jsonb not null,             -- the task as of `version`, what the body is made of
@@ -31,17 +36,15 @@ create table task_deliveries (
   last_status_code integer,
   last_error text,
   delivered_at timestamptz,
-  created_at timestamptz not null default now(),
-  constraint task_deliveries_webhook_version unique (webhook_id, version)
+  created_at timestamptz not null default now()
 );
 -- Due work: only pending rows are indexed.
 create index task_deliveries_due on task_deliveries (next_attempt_at) where state = 'pending';
 -- A webhook's pending deliveries in version order: the claim's check that none older waits is
--- one probe here, whatever the statistics say (through the unique index above the planner
--- would AND it with a scan of every due row, once for each candidate).
-create index task_deliveries_pending on task_deliveries (webhook_id, version)
+-- one probe here, whatever the statistics say. Pending rows only, so a delivered one leaves it.
+create unique index task_deliveries_pending on task_deliveries (webhook_id, version)
   where state = 'pending';
--- A task's deliveries, newest first; and the cascade from tasks.
+-- A task's deliveries, newest first; and the purge's delete of them.
 create index task_deliveries_task on task_deliveries (task_id, version desc);
 
 -- The outbox write: a delivery per live webhook, in the transaction of the status change it

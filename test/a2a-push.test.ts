@@ -147,7 +147,11 @@ describe('A2A push notifications', () => {
       ),
     );
     expect(codeOf(gone)).toBe(-32602);
-    expect((await t.gql(WEBHOOKS, { id: task.id }, aliceToken)).data.task.webhooks).toEqual([]);
+    // The config's deliveries go with it.
+    expect((await t.gql(WEBHOOKS, { id: task.id }, aliceToken)).data.task).toMatchObject({
+      webhooks: [],
+      deliveries: [],
+    });
   });
 
   it('a sixth config is -32602; a bad URL is -32602; someone else’s task is TaskNotFoundError', async () => {

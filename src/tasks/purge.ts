@@ -20,9 +20,9 @@ export interface PurgeOptions {
 }
 
 /**
- * Deletes expired tasks in batches of `batchSize`, each its own short statement that skips
- * rows locked by anyone else (a worker mid-write, another purging process) instead of waiting
- * for them, until a batch comes back short.
+ * Deletes expired tasks, with their webhooks and deliveries, in batches of `batchSize`, each
+ * batch its own short statement that skips rows locked by anyone else (a worker mid-write,
+ * another purging process) instead of waiting for them, until a batch comes back short.
  * @returns rows deleted
  */
 export async function purgeExpired(
@@ -46,7 +46,11 @@ export async function purgeExpired(
           limit ${batchSize}::int
           for update skip locked
         )
-        returning 1
+        returning id
+      ), webhooks as (
+        delete from task_webhooks where task_id in (select id from gone)
+      ), deliveries as (
+        delete from task_deliveries where task_id in (select id from gone)
       )
       select count(*)::int as n from gone`.execute(db);
     const n = result.rows[0]?.n ?? 0;

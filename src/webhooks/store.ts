@@ -131,10 +131,14 @@ export async function deleteWebhook(
       select id from tasks
       where id = ${taskId}::uuid and owner = ${owner} and expires_at > now()
       for key share
+    ), w as (
+      delete from task_webhooks w using t
+      where w.id = ${webhookId}::uuid and w.task_id = t.id
+      returning w.id, w.task_id
+    ), d as (
+      delete from task_deliveries d using w where d.task_id = w.task_id and d.webhook_id = w.id
     )
-    delete from task_webhooks w using t
-    where w.id = ${webhookId}::uuid and w.task_id = t.id
-    returning w.id`.execute(db);
+    select id from w`.execute(db);
   return result.rows.length > 0;
 }
 
