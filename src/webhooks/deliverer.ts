@@ -215,9 +215,12 @@ export class Deliverer {
       if (!this.closed) for (const next of claimed) this.run(next);
       // Stopped meanwhile: give them back for another process (or lapse with their lease).
       else await releaseDeliveries(db, workerId, claimed).catch(() => {});
-      if (claimHere) this.satisfied = claimed.length < limit;
+      // Without a claim here, the next versions of the webhooks just delivered may now be due
+      // and no claim has looked since: the slots these attempts free must claim.
+      this.satisfied = claimHere && claimed.length < limit;
       for (const item of batch) item.settle(held.has(item.claim.id));
     } catch (err) {
+      this.satisfied = false;
       for (const item of batch) item.fail(err);
     } finally {
       if (claimHere) {
