@@ -170,8 +170,13 @@ export class RunningTask {
     let failed = false;
     try {
       const result = await kind.run(ctx);
+      // The handler is done: what becomes of the row now is for the outcome's statement to
+      // decide (it checks the lease and the status), so the changes announced meanwhile, this
+      // completion's own among them, need not be read back.
+      this.unwatch();
       if (!controller.signal.aborted) await outcomes.complete(row.id, lease, result, taskLog);
     } catch (thrown) {
+      this.unwatch();
       if (!controller.signal.aborted) {
         failed = true;
         const err = coerceError(thrown);
