@@ -108,6 +108,7 @@ describe('servedDirectly', () => {
     'onResultProcess',
     'onResponse',
     'onPluginInit',
+    'instrumentation',
   ])('turns it off for %s', (hook) => {
     expect(servedDirectly([{ onExecute() {} }, { [hook]: () => {} } as Plugin])).toBe(false);
   });

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_SCOPES, startTestApp, type TestApp } from './helpers/app.js';
 import {
   connectMcp,
+  INITIALIZE,
   type McpClient,
   rawMcp,
   rawSession,
@@ -167,16 +168,7 @@ describe('Origin', () => {
     expectProblem(noToken, 403, 'FORBIDDEN');
     const own = await rawMcp(t.url, {
       token: alice,
-      body: {
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: {},
-          clientInfo: { name: 'x', version: '1' },
-        },
-      },
+      body: INITIALIZE,
       headers: { origin: t.url },
     });
     expect(own.status).toBe(200);
