@@ -38,25 +38,38 @@ export async function purgeExpired(
   let total = 0;
   while (!signal?.aborted) {
     const startedAt = Date.now();
-    const result = await sql<{ n: number }>`
-      with gone as (
-        delete from tasks where id in (
-          select id from tasks where expires_at <= now()
-          order by expires_at
-          limit ${batchSize}::int
-          for update skip locked
-        )
+    const result = await sql<{ n: number; batched: number }>`
+      with batch as (
+        select id from tasks where expires_at <= now()
+        order by expires_at
+        limit ${batchSize}::int
+        for update skip locked
+      ), free as (
+        -- the batch's deliveries that no worker is writing at this moment
+        select id, task_id from task_deliveries where task_id in (select id from batch)
+        for update skip locked
+      ), held as (
+        -- tasks with a delivery a worker is writing: left for the next pass
+        select task_id from task_deliveries
+        where task_id in (select id from batch) and id not in (select id from free)
+      ), gone as (
+        delete from tasks
+        where id in (select id from batch) and id not in (select task_id from held)
         returning id
       ), webhooks as (
         delete from task_webhooks where task_id in (select id from gone)
       ), deliveries as (
-        delete from task_deliveries where task_id in (select id from gone)
+        delete from task_deliveries
+        where id in (select id from free) and task_id in (select id from gone)
       )
-      select count(*)::int as n from gone`.execute(db);
+      select (select count(*)::int from gone) as n, (select count(*)::int from batch) as batched`.execute(
+      db,
+    );
     const n = result.rows[0]?.n ?? 0;
     total += n;
     onBatch?.(n);
-    if (n < batchSize) return total;
+    // A short batch was the last; one whose tasks were all held is tried again next pass.
+    if ((result.rows[0]?.batched ?? 0) < batchSize || n === 0) return total;
     // An abort ends the rest early; the loop then stops.
     if (restRatio > 0)
       await sleep(restRatio * (Date.now() - startedAt), undefined, { signal }).catch(() => {});

@@ -4,9 +4,13 @@ import type { Executor } from '../db/types.js';
 
 /**
  * The delivery worker's queries. A claim is a lease whose fencing token is (worker_id,
- * attempts): a worker that lost its lease writes nothing. Every statement that locks a
- * delivery or webhook row first holds its task's row `for key share`, which the purge's
- * `for update skip locked` skips, so the purge never waits on a delivery in flight.
+ * attempts): a worker that lost its lease writes nothing. The hot statements (claims and
+ * delivered outcomes) lock delivery rows only; the purge locks an expired task's deliveries
+ * `for update skip locked` and leaves a task with one held for its next pass, so it never waits
+ * on them (src/tasks/purge.ts). Locking the task row as well would cost a tuple lock, its WAL
+ * record and often a multixact (the runner holds the same row) on every statement, where the
+ * purge's check costs one pass in a minute. The rarer writers of webhook rows (a 410, a
+ * deleted webhook) still hold the task `for key share`, which the purge skips.
  *
  * Claims and outcomes commit without waiting for their WAL flush (`synchronous_commit = off`
  * for that transaction only), as task claims do: one lost in a Postgres crash leaves the
@@ -75,7 +79,6 @@ function claiming(workerId: string, limit: number, leaseMs: number, settled: Raw
       order by d.next_attempt_at
       limit ${limit}::int
       for update of d skip locked
-      for key share of t skip locked
     ), gone as (
       update task_deliveries d
       set state = 'failed', last_error = ${NOT_ATTEMPTED_GONE}
@@ -171,16 +174,12 @@ export async function finishDelivered(
     with h as (
       select * from unnest(${ids}::uuid[], ${done.map((d) => d.claim.attempts)}::int[],
                            ${done.map((d) => d.statusCode)}::int[]) as h(id, attempts, code)
-    ), t as (
-      select t.id from tasks t join task_deliveries d on d.task_id = t.id
-      where d.id = any(${ids}::uuid[])
-      for key share of t
     ), f as (
       update task_deliveries d
       set state = 'delivered', delivered_at = now(), last_status_code = h.code, last_error = null,
           worker_id = null, lease_expires_at = null
-      from h, t, (select set_config('synchronous_commit', 'off', true)) async_commit
-      where d.id = h.id and d.task_id = t.id and d.worker_id = ${workerId}
+      from h, (select set_config('synchronous_commit', 'off', true)) async_commit
+      where d.id = h.id and d.worker_id = ${workerId}
         and d.attempts = h.attempts and d.state = 'pending'
       returning d.id
     )${next}
@@ -204,15 +203,10 @@ export async function releaseDeliveries(
   if (claims.length === 0) return 0;
   const ids = claims.map((c) => c.id);
   const result = await sql<{ id: string }>`
-    with t as (
-      select t.id from tasks t join task_deliveries d on d.task_id = t.id
-      where d.id = any(${ids}::uuid[])
-      for key share of t
-    )
     update task_deliveries d
     set worker_id = null, lease_expires_at = null, attempts = greatest(d.attempts - 1, 0)
-    from unnest(${ids}::uuid[], ${claims.map((c) => c.attempts)}::int[]) as h(id, attempts), t
-    where d.id = h.id and d.task_id = t.id and d.attempts = h.attempts
+    from unnest(${ids}::uuid[], ${claims.map((c) => c.attempts)}::int[]) as h(id, attempts)
+    where d.id = h.id and d.attempts = h.attempts
       and d.worker_id = ${workerId} and d.state = 'pending'
     returning d.id`.execute(db);
   return result.rows.length;
