@@ -115,7 +115,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   }
 
   const events = new TaskEvents(db.listener(log), (id) => findStoredTask(db.kysely, id), log);
-  await events.start();
+  // A process that runs no tasks and sends no deliveries needs only the news of changes.
+  await events.start({ work: config.role !== 'api' });
   const tasks = new TaskService(
     db.kysely,
     events,

@@ -1,8 +1,10 @@
+import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TaskEvents } from '../src/tasks/events/hub.js';
 import { findStoredTask } from '../src/tasks/sql/find.js';
 import type { Task } from '../src/tasks/task.js';
+import { DELIVERY_CHANNEL } from '../src/webhooks/store.js';
 import { collect, eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { backend } from './helpers/db.js';
 import { CANCEL_TASK as CANCEL, FOLLOW_VERSIONS as FOLLOW } from './helpers/operations.js';
@@ -89,6 +91,48 @@ describe('the event hub', () => {
     expect(first.done).toBe(false);
     expect(first.value as Task).toMatchObject({ status: 'completed', version: last.version });
     expect((await slow.next()).done).toBe(true);
+  });
+
+  it('tells a hub started without work of changes only, not of queued tasks or due deliveries', async () => {
+    const hubs = [false, true].map((work) => {
+      const hub = new TaskEvents(
+        t.app.db.listener(log),
+        (id) => findStoredTask(t.app.db.kysely, id),
+        log,
+      );
+      const heard = { ready: 0, deliveries: 0, hub, work };
+      hub.onReady(() => heard.ready++);
+      hub.onDeliveryDue(() => heard.deliveries++);
+      return heard;
+    });
+    await Promise.all(hubs.map((h) => h.hub.start({ work: h.work })));
+    try {
+      // News of a due delivery, then a task started (news of a queued task) that completes.
+      await sql`select pg_notify(${DELIVERY_CHANNEL}, '')`.execute(t.app.db.kysely);
+      const id = await start({ ms: 0 });
+      // Each hub hears of the completion; the news before it came first on the same connection,
+      // so by then each has heard all it will.
+      await Promise.all(
+        hubs.map(
+          (h) =>
+            new Promise<void>((resolve) => {
+              const off = h.hub.watch(id, (row) => {
+                if (row?.status === 'completed') {
+                  off();
+                  resolve();
+                }
+              });
+            }),
+        ),
+      );
+      const [api, worker] = hubs;
+      expect(worker!.ready).toBeGreaterThan(0);
+      expect(worker!.deliveries).toBeGreaterThan(0);
+      expect(api!.ready).toBe(0);
+      expect(api!.deliveries).toBe(0);
+    } finally {
+      await Promise.all(hubs.map((h) => h.hub.stop()));
+    }
   });
 });
 

@@ -49,8 +49,14 @@ export class TaskEvents {
     this.rows = new RowCache(readRow, cacheOptions);
   }
 
-  async start(): Promise<void> {
-    await this.listener.start([TASK_CHANNEL, READY_CHANNEL, DELIVERY_CHANNEL], {
+  /**
+   * Starts listening. `onReady` and `onDeliveryDue` only hear news in a process started with
+   * `work: true`: one that serves the API only is not sent the news of every task queued and
+   * every delivery written (each a message to read on its listening connection).
+   */
+  async start({ work = true }: { work?: boolean } = {}): Promise<void> {
+    const channels = work ? [TASK_CHANNEL, READY_CHANNEL, DELIVERY_CHANNEL] : [TASK_CHANNEL];
+    await this.listener.start(channels, {
       notify: (channel, payload) => {
         if (channel === TASK_CHANNEL) this.changed(payload);
         else if (channel === DELIVERY_CHANNEL)
