@@ -5,6 +5,8 @@
  * `taskhandle_bench`, dropped and made anew. All load goes to 127.0.0.1, bounded in time.
  * BENCH_PROFILE=1 writes `--cpu-prof` profiles of the servers to bench/profiles/.
  * BENCH_ONLY=accept,poll,event,drain,fanout,mcp,webhooks,scaling runs a subset (RESULTS.md is written only for a full run).
+ * BENCH_WEBHOOK_PAIRS=n and BENCH_WEBHOOK_WARMUP=n set the webhooks row's sets of rounds (3) and the
+ * tasks each round runs before it measures (1 000).
  * BENCH_SUBSCRIBERS=n changes the fan-out's size; BENCH_HEAP=/some/file writes heap snapshots of
  * the fan-out server before and after subscribing (`npx tsx bench/heap-top.ts` summarises one).
  */
