@@ -1,3 +1,4 @@
+import { Webhook as Signer } from 'standardwebhooks';
 import type { TaskRow } from '../db/types.js';
 import { reportOf } from '../tasks/handle.js';
 import { type Task, toTask } from '../tasks/task.js';
@@ -35,4 +36,41 @@ export function standardBody(task: Task): unknown {
     data: reportOf(task, { id: task.owner, admin: false }),
     version: task.version,
   };
+}
+
+/** What a delivery's request is made of: the claimed row and its webhook. */
+export interface DeliveryMessage {
+  id: string;
+  snapshot: Record<string, unknown>;
+  secret: string;
+  format: 'standard' | 'a2a';
+  token: string | null;
+  auth_scheme: string | null;
+  auth_credentials: string | null;
+}
+
+/** The body of a delivery: a Standard Webhooks event, or the shape `formats` gives its kind. */
+export function bodyOf(
+  delivery: DeliveryMessage,
+  formats?: Partial<Record<'a2a', BodyFormat>>,
+): string {
+  const task = snapshotTask(delivery.snapshot);
+  const format = delivery.format === 'a2a' ? formats?.a2a : undefined;
+  return JSON.stringify(format ? format(task) : standardBody(task));
+}
+
+/** The headers of an attempt: signed now (Standard Webhooks), with an A2A config's own. */
+export function headersFor(delivery: DeliveryMessage, body: string): Record<string, string> {
+  const now = new Date();
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': 'taskhandle-webhooks',
+    'webhook-id': delivery.id,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': new Signer(delivery.secret).sign(delivery.id, now, body),
+  };
+  if (delivery.token !== null) headers['x-a2a-notification-token'] = delivery.token;
+  if (delivery.auth_scheme !== null)
+    headers.authorization = `${delivery.auth_scheme} ${delivery.auth_credentials ?? ''}`.trim();
+  return headers;
 }

@@ -2,20 +2,19 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { Webhook as Signer } from 'standardwebhooks';
 import type { WebhookConfig } from '../config.js';
 import type { Database } from '../db/types.js';
 import { coerceError } from '../errors.js';
 import type { TaskEvents } from '../tasks/events/hub.js';
 import type { TaskObserver } from '../tasks/observer.js';
 import { type Agents, attempt, keepAliveAgents } from './attempt.js';
-import { type BodyFormat, snapshotTask, standardBody } from './body.js';
+import { type BodyFormat, bodyOf, headersFor } from './body.js';
 import {
   type ClaimedDelivery,
   claimDeliveries,
   finishDelivered,
   finishDelivery,
-  type Outcome,
+  outcomeOf,
   releaseDeliveries,
 } from './outbox.js';
 
@@ -130,10 +129,10 @@ export class Deliverer {
   private async deliver(claim: ClaimedDelivery): Promise<void> {
     const { config, log, db, workerId } = this.options;
     const startedAt = performance.now();
-    const body = this.bodyOf(claim);
+    const body = bodyOf(claim, this.options.formats);
     const result = await attempt({
       url: claim.url,
-      headers: this.headersFor(claim, body),
+      headers: headersFor(claim, body),
       body,
       timeoutMs: config.timeoutMs,
       allowPrivate: config.allowPrivate,
@@ -143,7 +142,7 @@ export class Deliverer {
     const durationMs = Math.round(performance.now() - startedAt);
     // Stopped mid-attempt: the stop gives the delivery back uncounted.
     if (this.stopping.signal.aborted && result.statusCode === null) return;
-    const outcome = this.outcomeOf(claim, result);
+    const outcome = outcomeOf(result, claim.attempts, config.retryScheduleMs);
     // Any other outcome than delivered changes what is due (a failed delivery lets its webhook's
     // next go), which no claim has seen yet.
     if (outcome.kind !== 'delivered') this.satisfied = false;
@@ -231,46 +230,6 @@ export class Deliverer {
         }
       }
     }
-  }
-
-  private bodyOf(claim: ClaimedDelivery): string {
-    const task = snapshotTask(claim.snapshot);
-    const format = claim.format === 'a2a' ? this.options.formats?.a2a : undefined;
-    return JSON.stringify(format ? format(task) : standardBody(task));
-  }
-
-  private headersFor(claim: ClaimedDelivery, body: string): Record<string, string> {
-    const now = new Date();
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'user-agent': 'taskhandle-webhooks',
-      'webhook-id': claim.id,
-      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': new Signer(claim.secret).sign(claim.id, now, body),
-    };
-    if (claim.token !== null) headers['x-a2a-notification-token'] = claim.token;
-    if (claim.auth_scheme !== null)
-      headers.authorization = `${claim.auth_scheme} ${claim.auth_credentials ?? ''}`.trim();
-    return headers;
-  }
-
-  private outcomeOf(claim: ClaimedDelivery, result: Awaited<ReturnType<typeof attempt>>): Outcome {
-    const { statusCode } = result;
-    if (statusCode !== null && statusCode >= 200 && statusCode < 300)
-      return { kind: 'delivered', statusCode };
-    if (statusCode === 410)
-      return { kind: 'gone', statusCode, error: '410 Gone: the webhook is disabled' };
-    const error =
-      'error' in result || statusCode === null
-        ? (result as { error: string }).error
-        : statusCode >= 300 && statusCode < 400
-          ? `redirect ${statusCode} (not followed)`
-          : `answered ${statusCode}`;
-    const schedule = this.options.config.retryScheduleMs;
-    const delay = schedule[claim.attempts - 1];
-    if (delay === undefined) return { kind: 'failed', statusCode, error };
-    // ±10 % jitter, so webhooks that failed together do not retry together.
-    return { kind: 'retry', statusCode, error, delayMs: delay * (0.9 + Math.random() * 0.2) };
   }
 
   private wakeIn(ms: number): void {
