@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { purgeExpired } from '../src/tasks/purge.js';
+import { checkSecret, generateSecret } from '../src/tasks/webhooks.js';
 import { refusedAddress, resolveChecked } from '../src/webhooks/address-guard.js';
 import { claimDeliveries } from '../src/webhooks/outbox.js';
 import { ADMIN_SCOPES, eventually, startTestApp, type TestApp } from './helpers/app.js';
@@ -66,6 +67,21 @@ describe('the address guard on literal addresses', () => {
     );
     await expect(resolveChecked('[::ffff:127.0.0.1]', false)).rejects.toThrow(/loopback/);
     expect((await resolveChecked('127.0.0.1', true)).map((a) => a.address)).toEqual(['127.0.0.1']);
+  });
+});
+
+describe('secrets the server makes', () => {
+  it('makes valid Standard Webhooks secrets of 32 bytes, never the same twice, across refills', () => {
+    // More than the bytes drawn from the system at once, so the draw is renewed in between.
+    const secrets = Array.from({ length: 1_000 }, generateSecret);
+    expect(new Set(secrets).size).toBe(secrets.length);
+    for (const secret of secrets) {
+      expect(checkSecret(secret)).toBe(secret);
+      expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
+    }
+    // Every byte value turns up: the bytes are random, not zeros left behind in the pool.
+    const bytes = new Set(secrets.flatMap((s) => [...Buffer.from(s.slice(6), 'base64')]));
+    expect(bytes.size).toBe(256);
   });
 });
 
