@@ -1,11 +1,12 @@
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import { prepared } from '../db/pg-pool.js';
 import type { Executor } from '../db/types.js';
 import type { AttemptResult } from './attempt.js';
 
 /**
  * The delivery worker's queries. A claim is a lease whose fencing token is (worker_id,
- * attempts): a worker that lost its lease writes nothing. The hot statements (claims and
+ * attempts): a worker that lost its lease writes nothing. Claims, and the delivered outcomes
+ * recorded with them, are the function of migration 0003. The hot statements (claims and
  * delivered outcomes) lock delivery rows only; the purge locks an expired task's deliveries
  * `for update skip locked` and leaves a task with one held for its next pass, so it never waits
  * on them (src/tasks/purge.ts). Locking the task row as well would cost a tuple lock, its WAL
@@ -41,11 +42,7 @@ export interface ClaimedDelivery {
 /**
  * Claims up to `limit` due deliveries: pending, not leased, of an unexpired task, and the
  * oldest pending version of their webhook (a webhook's next delivery waits for the previous).
- *
- * A due delivery of a disabled webhook is failed here instead of claimed. The 410 that
- * disabled it fails the webhook's pending deliveries, but a status change committing at that
- * moment can add one the 410's statement cannot see (its trigger read the webhook before the
- * 410 committed); without this it would stay pending for good.
+ * A due delivery of a disabled webhook is failed instead of claimed (migration 0003 says why).
  */
 export async function claimDeliveries(
   db: Executor,
@@ -53,48 +50,7 @@ export async function claimDeliveries(
   limit: number,
   leaseMs: number,
 ): Promise<ClaimedDelivery[]> {
-  const result = await sql<ClaimedDelivery>`${prepared}
-    with ${claiming(workerId, limit, leaseMs, sql``)}
-    select * from claimed`.execute(db);
-  return result.rows;
-}
-
-/**
- * The CTEs `c`, `gone` and `claimed` of a claim. `settled` narrows the ordering check: the
- * deliveries it names (ones the same statement records as delivered) no longer hold back
- * their webhook's next version.
- */
-function claiming(workerId: string, limit: number, leaseMs: number, settled: RawBuilder<unknown>) {
-  return sql`c as (
-      select d.id, d.webhook_id from task_deliveries d
-      join tasks t on t.id = d.task_id
-      where d.state = 'pending' and d.next_attempt_at <= now()
-        and (d.lease_expires_at is null or d.lease_expires_at < now())
-        and t.expires_at > now()
-        -- the oldest pending version of its webhook: a scalar subquery, so that it is one
-        -- probe of task_deliveries_pending per candidate whatever the statistics say
-        and d.version = (
-          select min(p.version) from task_deliveries p
-          where p.webhook_id = d.webhook_id and p.state = 'pending' ${settled}
-        )
-      order by d.next_attempt_at
-      limit ${limit}::int
-      for update of d skip locked
-    ), gone as (
-      update task_deliveries d
-      set state = 'failed', last_error = ${NOT_ATTEMPTED_GONE}
-      from c, task_webhooks w
-      where d.id = c.id and w.id = c.webhook_id and w.disabled_at is not null
-      returning d.id
-    ), claimed as (
-      update task_deliveries d
-      set worker_id = ${workerId}, attempts = d.attempts + 1,
-          lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
-      from c, task_webhooks w, (select set_config('synchronous_commit', 'off', true)) async_commit
-      where d.id = c.id and w.id = c.webhook_id and w.disabled_at is null
-      returning d.id, d.task_id, d.webhook_id, d.version, d.snapshot, d.attempts,
-                w.url, w.secret, w.format, w.token, w.auth_scheme, w.auth_credentials
-    )`;
+  return (await finishDelivered(db, workerId, [], { limit, leaseMs })).claimed;
 }
 
 export type Outcome =
@@ -183,7 +139,8 @@ export async function finishDelivery(
  * Records many `delivered` outcomes in one statement (attempts that end together, as under
  * load, share one commit), and in the same statement claims up to `claim.limit` due
  * deliveries for the slots they free, the next version of these webhooks included: one round
- * trip and one commit where a finish and a claim would take two.
+ * trip and one commit where a finish and a claim would take two. Both are the function of
+ * migration 0003, whose plan walks the due index in order whatever the statistics say.
  * @returns the ids whose lease was still held, and the deliveries claimed
  */
 export async function finishDelivered(
@@ -192,31 +149,14 @@ export async function finishDelivered(
   done: ReadonlyArray<{ claim: Pick<ClaimedDelivery, 'id' | 'attempts'>; statusCode: number }>,
   claim: { limit: number; leaseMs: number } = { limit: 0, leaseMs: 0 },
 ): Promise<{ held: Set<string>; claimed: ClaimedDelivery[] }> {
-  if (done.length === 0) return { held: new Set(), claimed: [] };
-  const ids = done.map((d) => d.claim.id);
-  const next =
-    claim.limit > 0
-      ? sql`, ${claiming(workerId, claim.limit, claim.leaseMs, sql`and p.id not in (select id from f)`)}`
-      : sql``;
-  const result = await sql<{ held: string[]; claimed: ClaimedDelivery[] | null }>`${prepared}
-    with h as (
-      select * from unnest(${ids}::uuid[], ${done.map((d) => d.claim.attempts)}::int[],
-                           ${done.map((d) => d.statusCode)}::int[]) as h(id, attempts, code)
-    ), f as (
-      update task_deliveries d
-      set state = 'delivered', delivered_at = now(), last_status_code = h.code, last_error = null,
-          worker_id = null, lease_expires_at = null
-      from h, (select set_config('synchronous_commit', 'off', true)) async_commit
-      where d.id = h.id and d.worker_id = ${workerId}
-        and d.attempts = h.attempts and d.state = 'pending'
-      returning d.id
-    )${next}
-    select array(select id from f)::text[] as held,
-           ${claim.limit > 0 ? sql`(select json_agg(claimed) from claimed)` : sql`null::json`} as claimed`.execute(
-    db,
-  );
+  if (done.length === 0 && claim.limit <= 0) return { held: new Set(), claimed: [] };
+  const result = await sql<{ held: string[]; claims: ClaimedDelivery[] | null }>`${prepared}
+    select held::text[] as held, claims from taskhandle_claim_deliveries(
+      ${workerId}, ${Math.max(0, claim.limit)}::int, ${claim.leaseMs}::int,
+      ${done.map((d) => d.claim.id)}::uuid[], ${done.map((d) => d.claim.attempts)}::int[],
+      ${done.map((d) => d.statusCode)}::int[])`.execute(db);
   const row = result.rows[0]!;
-  return { held: new Set(row.held), claimed: row.claimed ?? [] };
+  return { held: new Set(row.held), claimed: row.claims ?? [] };
 }
 
 /**
