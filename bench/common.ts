@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import pg from 'pg';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
@@ -59,6 +60,24 @@ export const verdict = (ok: boolean) => (ok ? 'met' : '**missed**');
 
 export async function resetDatabase(): Promise<void> {
   await recreateMigratedDatabase(BASE_URL, DB_NAME);
+}
+
+/** CPU time so far of every process named postgres on this machine (the server and its backends), in ms. */
+export function postgresBusyMs(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
+      const fields = stat.slice(close + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime: clock ticks (100 a second)
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return (ticks * 1000) / 100;
 }
 
 export const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });

@@ -7,13 +7,14 @@ import {
   PROFILE,
   pool,
   post,
+  postgresBusyMs,
   START,
   server,
   targets,
   truncate,
   verdict,
 } from './common.js';
-import { PROFILE_DIR } from './processes.js';
+import { PROFILE_DIR, spawnChild } from './processes.js';
 import { describeWaits, sampleWaits } from './scaling.js';
 
 /**
@@ -74,24 +75,28 @@ interface Round {
   /** WAL flushes and bytes per task, from first accept to all completed. */
   wal: { flushes: number; bytes: number };
   /** CPU ms per task from first accept to all completed: each process, and the machine. */
-  cpu: { api: number; worker: number; harness: number; machine: number };
+  cpu: { api: number; worker: number; harness: number; postgres: number; machine: number };
 }
 
-type Kind = 'plain' | 'held' | 'hooked';
+type Kind = 'plain' | 'floor' | 'held' | 'hooked';
 
 /**
  * One round of TASKS tasks: `plain` without webhooks; `hooked` with one each, delivered;
  * `held` with one each to a receiver that holds every request, so the worker's 16 attempts
- * wait and nothing more is claimed: the cost of writing the outbox alone.
+ * wait and nothing more is claimed: the cost of writing the outbox alone; `floor` without
+ * webhooks, while a bare node:http client in a process of its own posts two requests a task,
+ * as the tasks are accepted, to the same receiver: what sending two requests a task costs this
+ * machine at the least, with no outbox, no signature and no statement.
  */
 async function round(
   token: string,
   kind: Kind,
-  urls: { hook: string; held: string },
+  urls: { hook: string; held: string; floor: string },
   arrivals: Map<string, number>,
   release: () => void,
 ) {
-  const hookUrl = kind === 'plain' ? null : kind === 'held' ? urls.held : urls.hook;
+  const hookUrl =
+    kind === 'plain' || kind === 'floor' ? null : kind === 'held' ? urls.held : urls.hook;
   await truncate();
   arrivals.clear();
   const api = await server('webhooks-api', { ROLE: 'api', WEBHOOK_ALLOW_PRIVATE: 'true' });
@@ -100,7 +105,14 @@ async function round(
     RUNNER_CONCURRENCY: '8',
     WEBHOOK_ALLOW_PRIVATE: 'true',
   });
+  const poster =
+    kind === 'floor'
+      ? await spawnChild('webhooks-floor', 'bench/http-floor.ts', {
+          env: { FLOOR_URL: urls.floor },
+        })
+      : undefined;
   try {
+    let acceptedSoFar = 0;
     const start = async (count: number, committed?: Map<string, number>) => {
       let next = 0;
       await Promise.all(
@@ -118,16 +130,21 @@ async function round(
               token,
             );
             committed?.set(answer.data.startTask.id, performance.now());
+            // The floor's requests follow the accepted tasks, eight tasks' worth at a time.
+            if (poster && ++acceptedSoFar % 8 === 0) void poster.ask('post', { n: 16 });
           }
         }),
       );
     };
-    const completed = async () =>
-      count(`select count(*)::int as n from tasks where status = 'completed'`);
+    // Every task was started before this is asked, so none working is all completed (noop
+    // tasks neither fail nor ask): one probe of the index of working tasks, where counting the
+    // completed ones scanned the table, 100 times a second, on the cores the servers share.
+    const noneWorking = async () =>
+      (await count(`select count(*)::int as n from tasks where status = 'working'`)) === 0;
     if (WARMUP_TASKS > 0) {
       await start(WARMUP_TASKS);
-      await until(async () => (await completed()) >= WARMUP_TASKS, 'warm-up');
-      if (kind === 'hooked')
+      await until(noneWorking, 'warm-up');
+      if (kind === 'hooked' || kind === 'floor')
         await until(async () => arrivals.size >= 2 * WARMUP_TASKS, 'warm-up deliveries');
       arrivals.clear();
     }
@@ -136,17 +153,25 @@ async function round(
     const sampler = sampleWaits();
     const tag = kind;
     if (PROFILE) await Promise.all([api.ask('profile:start'), worker.ask('profile:start')]);
-    const cpuBefore = await Promise.all([api.ask<any>('cpu'), worker.ask<any>('cpu')]);
+    // The floor's sender is counted with the worker: it stands in for the worker's deliveries.
+    const senders = poster ? [worker, poster] : [worker];
+    const sendersCpu = async () =>
+      (await Promise.all(senders.map((c) => c.ask<any>('cpu')))).reduce((t, u) => t + cpuMs(u), 0);
+    const apiBefore = cpuMs(await api.ask<any>('cpu'));
+    const sendersBefore = await sendersCpu();
     const harnessBefore = process.cpuUsage();
     const machineBefore = machineBusyMs();
+    const postgresBefore = postgresBusyMs();
     const started = performance.now();
     await start(TASKS, committed);
     const accepted = performance.now();
-    await until(async () => (await completed()) >= WARMUP_TASKS + TASKS, 'drain');
+    await until(noneWorking, 'drain');
     const drained = performance.now();
     const machineAfter = machineBusyMs();
+    const postgresAfter = postgresBusyMs();
     const harness = cpuMs(process.cpuUsage(harnessBefore));
-    const cpuAfter = await Promise.all([api.ask<any>('cpu'), worker.ask<any>('cpu')]);
+    const apiAfter = cpuMs(await api.ask<any>('cpu'));
+    const sendersAfter = await sendersCpu();
     if (PROFILE)
       await Promise.all(
         [api, worker].map((child) =>
@@ -159,6 +184,7 @@ async function round(
     const walAfter = await walTotals();
     let deliveriesPerSecond = Number.NaN;
     if (kind === 'held') release();
+    if (kind === 'floor') await until(async () => arrivals.size >= 2 * TASKS, 'floor requests');
     if (kind === 'hooked') {
       await until(async () => arrivals.size >= 2 * TASKS, 'deliveries');
       const last = Math.max(...arrivals.values());
@@ -179,14 +205,15 @@ async function round(
         bytes: (walAfter.bytes - walBefore.bytes) / TASKS,
       },
       cpu: {
-        api: (cpuMs(cpuAfter[0]) - cpuMs(cpuBefore[0])) / TASKS,
-        worker: (cpuMs(cpuAfter[1]) - cpuMs(cpuBefore[1])) / TASKS,
+        api: (apiAfter - apiBefore) / TASKS,
+        worker: (sendersAfter - sendersBefore) / TASKS,
         harness: harness / TASKS,
+        postgres: (postgresAfter - postgresBefore) / TASKS,
         machine: (machineAfter - machineBefore) / TASKS,
       },
     } satisfies Round;
   } finally {
-    await Promise.all([api.stop(), worker.stop()]);
+    await Promise.all([api.stop(), worker.stop(), poster?.stop()]);
   }
 }
 
@@ -216,19 +243,20 @@ export async function webhooks(token: string): Promise<void> {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  const urls = { hook: `${base}/hook`, held: `${base}/held` };
+  const urls = { hook: `${base}/hook`, held: `${base}/held`, floor: `${base}/floor` };
   try {
     // Pairs alternate which goes first, so a drift in the machine's load over the run does not
     // favour one side; each ratio is within a pair, and the row reports their median.
     const pairs: Array<Record<Kind, Round>> = [];
     const orders: Kind[][] = [
-      ['plain', 'held', 'hooked'],
-      ['hooked', 'held', 'plain'],
+      ['plain', 'floor', 'held', 'hooked'],
+      ['hooked', 'held', 'floor', 'plain'],
     ];
     for (let i = 0; i < PAIRS; i++) {
       const set = {} as Record<Kind, Round>;
-      for (const kind of orders[i % 2]!)
+      for (const kind of orders[i % 2]!) {
         set[kind] = await round(token, kind, urls, arrivals, release);
+      }
       pairs.push(set);
     }
     const of = (kind: Kind) => pairs.map((p) => p[kind]);
@@ -251,6 +279,9 @@ export async function webhooks(token: string): Promise<void> {
     out('| --- | ---: | ---: | ---: | ---: |');
     out(`| without webhooks | ${rate('plain', accept)} | ${rate('plain', drain)} | – | – |`);
     out(
+      `| floor: without webhooks, while a bare node:http client in a process of its own posts 2 requests a task to the receiver | ${rate('floor', accept)} | ${rate('floor', drain)} | – | – |`,
+    );
+    out(
       `| with a webhook each, none delivered (the outbox written, the receiver holds every request) | ${rate('held', accept)} | ${rate('held', drain)} | – | – |`,
     );
     out(
@@ -258,7 +289,7 @@ export async function webhooks(token: string): Promise<void> {
     );
     out();
     out(
-      `One api process takes the startTask calls (16 clients at once over HTTP), one worker process (ROLE=worker, RUNNER_CONCURRENCY=8, WEBHOOK_CONCURRENCY=16) runs the tasks and delivers, the receiver in the harness answers 204 at once. Each round first runs ${fmt(WARMUP_TASKS)} tasks of its own kind unmeasured (BENCH_WEBHOOK_WARMUP), so that the figures are those of warm servers. Commit → receiver: from the startTask answer (the task and its first delivery committed) to that delivery’s arrival. Deliveries/s: both deliveries of every task, from the first accept to the last arrival. ${PAIRS} sets of the three rounds, alternating their order; rates are medians over rounds, ratios the median of the ratios within each set (delivered: accept ${list(ratios('hooked', accept))}, drain ${list(ratios('hooked', drain))}; none delivered: accept ${list(ratios('held', accept))}, drain ${list(ratios('held', drain))}), latencies over every delivery of every delivered round.`,
+      `One api process takes the startTask calls (16 clients at once over HTTP), one worker process (ROLE=worker, RUNNER_CONCURRENCY=8, WEBHOOK_CONCURRENCY=16) runs the tasks and delivers, the receiver in the harness answers 204 at once. Each round first runs ${fmt(WARMUP_TASKS)} tasks of its own kind unmeasured (BENCH_WEBHOOK_WARMUP), so that the figures are those of warm servers. Commit → receiver: from the startTask answer (the task and its first delivery committed) to that delivery’s arrival. Deliveries/s: both deliveries of every task, from the first accept to the last arrival. The floor round sends what the delivered round sends, over HTTP, with nothing else: no outbox, no signature, no statement; it is what two requests a task cost this machine, the most a deliverer could keep. ${PAIRS} sets of the four rounds, alternating their order; rates are medians over rounds, ratios the median of the ratios within each set (delivered: accept ${list(ratios('hooked', accept))}, drain ${list(ratios('hooked', drain))}; none delivered: accept ${list(ratios('held', accept))}, drain ${list(ratios('held', drain))}; floor: accept ${list(ratios('floor', accept))}, drain ${list(ratios('floor', drain))}), latencies over every delivery of every delivered round.`,
     );
     out();
     const last = pairs.at(-1)!;
@@ -268,21 +299,21 @@ export async function webhooks(token: string): Promise<void> {
         2,
       )} flushes and ${fmt(med(kind, (r) => r.wal.bytes))} bytes`;
     out(
-      `What Postgres's active backends waited on (pg_stat_activity, sampled, last set): without webhooks ${last.plain.waits}; none delivered ${last.held.waits}; delivered ${last.hooked.waits}. WAL per task (medians): without ${wal('plain')}, none delivered ${wal('held')}, delivered ${wal('hooked')}.`,
+      `What Postgres's active backends waited on (pg_stat_activity, sampled, last set): without webhooks ${last.plain.waits}; floor ${last.floor.waits}; none delivered ${last.held.waits}; delivered ${last.hooked.waits}. WAL per task (medians): without ${wal('plain')}, none delivered ${wal('held')}, delivered ${wal('hooked')}.`,
     );
     out();
     const cpu = (kind: Kind) => {
       const part = (pick: (r: Round) => number) => fmt(med(kind, pick), 2);
-      return `api ${part((r) => r.cpu.api)}, worker ${part((r) => r.cpu.worker)}, harness ${part((r) => r.cpu.harness)}, the rest ${part((r) => r.cpu.machine - r.cpu.api - r.cpu.worker - r.cpu.harness)}; machine ${part((r) => r.cpu.machine)}`;
+      return `api ${part((r) => r.cpu.api)}, worker ${part((r) => r.cpu.worker)}, harness ${part((r) => r.cpu.harness)}, Postgres ${part((r) => r.cpu.postgres)}, the rest ${part((r) => r.cpu.machine - r.cpu.api - r.cpu.worker - r.cpu.harness - r.cpu.postgres)}; machine ${part((r) => r.cpu.machine)}`;
     };
     out(
-      `CPU ms per task, first accept → all completed (medians; harness: the clients and the receiver; the rest: Postgres and whatever else shares the machine): without webhooks ${cpu('plain')}; none delivered ${cpu('held')}; delivered ${cpu('hooked')}.`,
+      `CPU ms per task, first accept → all completed (medians; harness: the clients and the receiver; worker: in the floor round with the bare client's process; Postgres: every process of that name; the rest: whatever else shares the machine): without webhooks ${cpu('plain')}; floor ${cpu('floor')}; none delivered ${cpu('held')}; delivered ${cpu('hooked')}.`,
     );
     out();
     const acceptRatio = median(ratios('hooked', accept));
     const drainRatio = median(ratios('hooked', drain));
     targets.push(
-      `| webhooks: accept and drain within 15 % of no webhooks | accept ${acceptRatio.toFixed(2)}×, drain ${drainRatio.toFixed(2)}× (medians of ${PAIRS} sets; with the outbox written but nothing delivered ${median(ratios('held', accept)).toFixed(2)}× and ${median(ratios('held', drain)).toFixed(2)}×) | ${verdict(acceptRatio >= 0.85 && drainRatio >= 0.85)} |`,
+      `| webhooks: accept and drain within 15 % of no webhooks | accept ${acceptRatio.toFixed(2)}×, drain ${drainRatio.toFixed(2)}× (medians of ${PAIRS} sets; with the outbox written but nothing delivered ${median(ratios('held', accept)).toFixed(2)}× and ${median(ratios('held', drain)).toFixed(2)}×; the floor, two bare requests a task, ${median(ratios('floor', accept)).toFixed(2)}× and ${median(ratios('floor', drain)).toFixed(2)}×) | ${verdict(acceptRatio >= 0.85 && drainRatio >= 0.85)} |`,
     );
   } finally {
     receiver.close();

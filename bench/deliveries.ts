@@ -1,0 +1,136 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  fmt,
+  out,
+  PROFILE,
+  pool,
+  postgresBusyMs,
+  resetDatabase,
+  server,
+  truncate,
+} from './common.js';
+import { PROFILE_DIR, spawnChild } from './processes.js';
+
+/**
+ * The deliverer alone: a backlog of pending deliveries (two a task, as a task's working and
+ * completed changes make them, as after a receiver's outage) sent by one worker process to a
+ * loopback receiver, in CPU a delivery of that process and of Postgres, beside a bare
+ * node:http client (keep-alive, 16 at a time) posting bodies of the same size to the same
+ * receiver from a process of its own: the floor. `npx tsx bench/deliveries.ts` runs it alone.
+ */
+
+const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 6_000);
+const WARMUP = 2_000;
+
+async function enqueue(n: number, url: string): Promise<void> {
+  // n / 2 completed tasks, each with a webhook and its two deliveries pending.
+  await pool.query(
+    `with t as (
+       insert into tasks (id, owner, kind, input, ttl_ms, created_at, last_updated_at, expires_at,
+                          poll_interval_ms, status, version, result, progress, max_attempts,
+                          timeout_ms)
+       select gen_random_uuid(), 'alice', 'noop', '{}', 3600000, now(), now(),
+              now() + interval '1 hour', 1000, 'completed', 2, 'null', 1, 3, 60000
+       from generate_series(1, $1::int)
+       returning *
+     ), w as (
+       insert into task_webhooks (id, task_id, url, secret, after_version)
+       select gen_random_uuid(), t.id, $2, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 0 from t
+       returning id, task_id
+     ), d as (
+       insert into task_deliveries (id, task_id, webhook_id, version, status, snapshot)
+       select gen_random_uuid(), t.id, w.id, v.version, v.status,
+              to_jsonb(t) - array['input', 'answers', 'idempotency_key', 'worker_id', 'lease_expires_at']
+       from t join w on w.task_id = t.id,
+            (values (1, 'working'), (2, 'completed')) as v(version, status)
+       returning 1
+     )
+     select count(*), pg_notify('taskhandle_delivery', '') from d`,
+    [n / 2, url],
+  );
+}
+
+const delivered = async () =>
+  Number(
+    (await pool.query(`select count(*)::int as n from task_deliveries where state = 'delivered'`))
+      .rows[0].n,
+  );
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 300_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('deliveries: not done within 300 s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export async function deliveries(): Promise<void> {
+  let arrived = 0;
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      arrived++;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  await truncate();
+  const worker = await server('deliveries-worker', {
+    ROLE: 'worker',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    ...(process.env.BENCH_WORKER_LOG ? { LOG_LEVEL: process.env.BENCH_WORKER_LOG } : {}),
+  });
+  try {
+    // Arrivals are counted here; the database is asked only once they are all in (a count of
+    // the outbox every few milliseconds would cost Postgres more than some of what is measured).
+    const settled = async (n: number) => {
+      await until(async () => arrived >= n);
+      await until(async () => (await delivered()) >= n);
+    };
+    await enqueue(WARMUP, url);
+    await settled(WARMUP);
+    if (PROFILE) await worker.ask('profile:start');
+    const before = await worker.ask<{ user: number; system: number }>('cpu');
+    const pgBefore = postgresBusyMs();
+    const started = performance.now();
+    await enqueue(DELIVERIES, url);
+    await settled(WARMUP + DELIVERIES);
+    const seconds = (performance.now() - started) / 1000;
+    const after = await worker.ask<{ user: number; system: number }>('cpu');
+    const pgCpu = (postgresBusyMs() - pgBefore) / DELIVERIES;
+    if (PROFILE)
+      await worker.ask('profile:stop', { file: `${PROFILE_DIR}/deliveries-worker.cpuprofile` });
+    const cpu = (after.user - before.user + after.system - before.system) / 1000 / DELIVERIES;
+    const floor = await spawnChild('deliveries-floor', 'bench/http-floor.ts', {
+      env: { FLOOR_URL: url, FLOOR_REQUESTS: String(DELIVERIES), FLOOR_WARMUP: String(WARMUP) },
+    });
+    const bare = await floor.ask<{ cpuMs: number; perSecond: number }>('result');
+    await floor.stop();
+    out(`## deliveries: a backlog of ${fmt(DELIVERIES)} pending deliveries, one worker process`);
+    out();
+    out('| sender | deliveries/s | CPU ms a delivery: sender | Postgres | sender vs floor |');
+    out('| --- | ---: | ---: | ---: | ---: |');
+    out(
+      `| the deliverer (ROLE=worker, WEBHOOK_CONCURRENCY=16): claim, sign, post, log, record | ${fmt(DELIVERIES / seconds)} | ${fmt(cpu, 3)} | ${fmt(pgCpu, 3)} | ${(cpu / bare.cpuMs).toFixed(2)}× |`,
+    );
+    out(
+      `| floor: bare node:http client, keep-alive, 16 at a time, same body size | ${fmt(bare.perSecond)} | ${fmt(bare.cpuMs, 3)} | – | 1.00× |`,
+    );
+    out();
+    out(
+      `${fmt(WARMUP)} deliveries warm the worker up first. The deliveries are in the outbox before the measured part starts (so Postgres's share is the claims and the outcomes, not the writing), the receiver in the harness answers 204 at once, and the floor posts from a process of its own to the same receiver. Postgres: CPU of every process of that name over the measured part.`,
+    );
+    out();
+  } finally {
+    await worker.stop();
+    receiver.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await resetDatabase();
+  await deliveries();
+  await pool.end();
+}
