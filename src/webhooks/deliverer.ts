@@ -31,6 +31,9 @@ export interface DelivererOptions {
   observer?: TaskObserver;
 }
 
+/** The longest a delivered outcome waits for others to share its statement. */
+const RECORD_WINDOW_MS = 2;
+
 /** The claim outlives the attempt's timeout by this much (DESIGN §11). */
 const LEASE_MARGIN_MS = 5_000;
 
@@ -184,11 +187,26 @@ export class Deliverer {
     fail: (err: unknown) => void;
   }> = [];
 
-  /** Queues a delivered outcome; those queued in one turn of the event loop commit together. */
+  private flushTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  /** The flush scheduled is the one at the end of this turn of the event loop. */
+  private flushSoon = false;
+
+  /**
+   * Queues a delivered outcome. The queue is recorded at the end of the turn in which every
+   * attempt in flight has an outcome queued, or RECORD_WINDOW_MS after its first, whichever
+   * comes first: attempts that end close together share one statement and one commit.
+   */
   private recordDelivered(claim: ClaimedDelivery, statusCode: number): Promise<boolean> {
     return new Promise((settle, fail) => {
-      if (this.delivered.length === 0) setImmediate(() => void this.flushDelivered());
       this.delivered.push({ claim, statusCode, settle, fail });
+      // An attempt stays in flight until its outcome is recorded, this one included.
+      const waitingForNone = this.delivered.length >= this.inFlight.size || this.closed;
+      if (this.flushTimer && (this.flushSoon || !waitingForNone)) return;
+      if (this.flushTimer) clearTimeout(this.flushTimer as NodeJS.Timeout);
+      this.flushSoon = waitingForNone;
+      this.flushTimer = waitingForNone
+        ? setImmediate(() => void this.flushDelivered())
+        : setTimeout(() => void this.flushDelivered(), RECORD_WINDOW_MS);
     });
   }
 
@@ -197,6 +215,7 @@ export class Deliverer {
    * slots they free in the same statement.
    */
   private async flushDelivered(): Promise<void> {
+    this.flushTimer = undefined;
     const batch = this.delivered;
     this.delivered = [];
     const { db, workerId, config } = this.options;
