@@ -80,6 +80,19 @@ export function postgresBusyMs(): number {
   return (ticks * 1000) / 100;
 }
 
+/** Waits until `check` holds, asking every `everyMs`; fails naming `what` after `withinMs`. */
+export async function until(
+  check: () => Promise<boolean>,
+  what: string,
+  { withinMs = 120_000, everyMs = 10 } = {},
+): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not done within ${withinMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 export const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
 export const truncate = () => pool.query('truncate tasks, task_webhooks, task_deliveries');
 

@@ -9,6 +9,7 @@ import {
   resetDatabase,
   server,
   truncate,
+  until,
 } from './common.js';
 import { PROFILE_DIR, spawnChild } from './processes.js';
 
@@ -57,14 +58,6 @@ const delivered = async () =>
       .rows[0].n,
   );
 
-async function until(check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 300_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('deliveries: not done within 300 s');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 export async function deliveries(): Promise<void> {
   let arrived = 0;
   const receiver = createServer((req, res) => {
@@ -80,14 +73,13 @@ export async function deliveries(): Promise<void> {
   const worker = await server('deliveries-worker', {
     ROLE: 'worker',
     WEBHOOK_ALLOW_PRIVATE: 'true',
-    ...(process.env.BENCH_WORKER_LOG ? { LOG_LEVEL: process.env.BENCH_WORKER_LOG } : {}),
   });
   try {
     // Arrivals are counted here; the database is asked only once they are all in (a count of
     // the outbox every few milliseconds would cost Postgres more than some of what is measured).
     const settled = async (n: number) => {
-      await until(async () => arrived >= n);
-      await until(async () => (await delivered()) >= n);
+      await until(async () => arrived >= n, 'deliveries', { withinMs: 300_000 });
+      await until(async () => (await delivered()) >= n, 'recorded', { withinMs: 300_000 });
     };
     await enqueue(WARMUP, url);
     await settled(WARMUP);

@@ -12,6 +12,7 @@ import {
   server,
   targets,
   truncate,
+  until,
   verdict,
 } from './common.js';
 import { PROFILE_DIR, spawnChild } from './processes.js';
@@ -41,14 +42,6 @@ const median = (values: number[]) => {
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not done within 120 s`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const count = async (query: string) => (await pool.query(query)).rows[0].n as number;
 

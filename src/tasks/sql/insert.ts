@@ -23,9 +23,9 @@ export type InsertOutcome =
  * Stores a new task, announces it (owner-level subscribers list it) and wakes the workers, in
  * one statement (with `extra`, a webhook and its first delivery too), prepared on each
  * connection: parsing and planning it each time cost Postgres more than running it (0.44-0.55
- * against 0.13-0.24 ms; with a webhook, 0.82-0.84 against 0.29-0.36 ms). With an idempotency key already
- * used by this owner, creates nothing and returns the existing task, saying whether it was
- * started with the same kind and input (jsonb equality ignores key order and spacing).
+ * against 0.13-0.24 ms; with a webhook, 0.82-0.84 against 0.29-0.36 ms). With an idempotency
+ * key already used by this owner, creates nothing and returns the existing task, saying whether
+ * it was started with the same kind and input (jsonb equality ignores key order and spacing).
  * A key whose task has expired is free again.
  */
 export async function insertTask(
