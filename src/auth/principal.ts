@@ -1,11 +1,7 @@
+import { SCOPES } from '../tasks/scopes.js';
 import type { Actor } from '../tasks/service.js';
 
-export const SCOPES = {
-  read: 'tasks:read',
-  write: 'tasks:write',
-  admin: 'tasks:admin',
-} as const;
-export const ALL_SCOPES = Object.values(SCOPES);
+export { ALL_SCOPES, SCOPES } from '../tasks/scopes.js';
 
 /** Who a verified bearer token speaks for. */
 export interface Principal {
@@ -21,5 +17,9 @@ export function hasScope(principal: Principal | null | undefined, scope: string)
 }
 
 export function toActor(principal: Principal): Actor {
-  return { id: principal.sub, admin: principal.scopes.has(SCOPES.admin) };
+  return {
+    id: principal.sub,
+    admin: principal.scopes.has(SCOPES.admin),
+    scopes: principal.scopes,
+  };
 }

@@ -8,6 +8,7 @@ import { coerceError } from '../errors.js';
 import type { GraphQLObserver } from '../faces/graphql/metrics-plugin.js';
 import type { RunOutcome, TaskObserver, WebhookOutcome } from '../tasks/observer.js';
 import { sendProblem } from './problem.js';
+import { sendMethodNotAllowed } from './refusal.js';
 import { routeOf } from './route-name.js';
 import type { RouteHandler } from './server.js';
 
@@ -181,7 +182,7 @@ export class Metrics implements TaskObserver, GraphQLObserver {
   readonly handler: RouteHandler = async (req, res) => {
     if ((req.url ?? '/').split('?')[0] !== '/metrics') return false;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      sendProblem(res, 405, 'METHOD_NOT_ALLOWED', 'Use GET.', { allow: 'GET, HEAD' });
+      sendMethodNotAllowed(res, 'GET, HEAD', 'Use GET.');
       return true;
     }
     if (this.options.token !== undefined && !this.authorized(req.headers.authorization)) {

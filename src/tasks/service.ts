@@ -15,6 +15,7 @@ import { RateLimiter } from './rate-limit.js';
 import { listRecent, type RecentPage, type RecentRequest } from './recent.js';
 import type { Actor, ListRequest, RetentionPolicy, StartRequest, TaskPage } from './requests.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './requests.js';
+import { type Operation, SCOPE_OF } from './scopes.js';
 import { answerTask } from './sql/answer.js';
 import { cancelTask } from './sql/cancel.js';
 import { findVisibleTask } from './sql/find.js';
@@ -57,16 +58,29 @@ export class TaskService {
   }
 
   /**
-   * Audits an operation a face refused before calling the service: no valid token
-   * (`principal` null) or a missing scope. Same line as every other task operation.
+   * Refuses, and audits, an actor whose token lacks the scope `operation` needs (`SCOPE_OF`,
+   * the one table). The faces ask at their gate, before reading a body; `name` is the
+   * operation as the audit trail names it, when the face's method says it better.
+   * @throws ServiceError FORBIDDEN naming the scope
    */
-  refused(
-    principal: string | null,
-    operation: string,
-    taskId: string | null,
-    outcome: 'UNAUTHENTICATED' | 'FORBIDDEN',
+  authorize(
+    actor: Actor,
+    operation: Operation,
+    taskId: string | null = null,
+    name: string = operation,
   ): void {
-    this.audit.refused(principal, operation, taskId, outcome);
+    const scope = SCOPE_OF[operation];
+    if (actor.scopes?.has(scope)) return;
+    this.audit.refused(actor.id, name, taskId, 'FORBIDDEN');
+    throw new ServiceError('FORBIDDEN', `The token lacks the ${scope} scope.`, { scope });
+  }
+
+  /**
+   * Audits an operation refused before the service could ask: no valid token (`principal`
+   * null), or a field the GraphQL schema refused. Same line as every other task operation.
+   */
+  refused(...refusal: Parameters<AuditLog['refused']>): void {
+    this.audit.refused(...refusal);
   }
 
   private audited<T>(

@@ -1,13 +1,10 @@
 import { ServerCallContext, type User } from '@a2a-js/sdk/server';
 import { type Principal, toActor } from '../../auth/principal.js';
-import type { ServiceError } from '../../errors.js';
 import type { Actor } from '../../tasks/service.js';
 
 /** The bearer of a verified token, as the SDK's call context carries its user. */
 export class Caller implements User {
   readonly actor: Actor;
-  /** A refusal to answer at the HTTP level (429, 503) instead of as a JSON-RPC error. */
-  refusal: ServiceError | undefined;
 
   constructor(
     readonly principal: Principal,

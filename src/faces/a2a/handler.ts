@@ -76,7 +76,7 @@ export class TaskRequestHandler implements A2ARequestHandler {
     try {
       return await body(caller);
     } catch (err) {
-      throw toA2AError(err, caller, this.log, operation);
+      throw toA2AError(err, this.log, operation);
     }
   }
 
@@ -112,7 +112,7 @@ export class TaskRequestHandler implements A2ARequestHandler {
       },
       'answer',
     );
-    yield* this.stream(follow(updates, caller.actor, caller.signal), caller);
+    yield* this.stream(follow(updates, caller.actor, caller.signal));
   }
 
   async *resubscribe(
@@ -134,18 +134,17 @@ export class TaskRequestHandler implements A2ARequestHandler {
       return { updates, first };
     });
     if (!first) return;
-    yield* this.stream(follow(updates, caller.actor, caller.signal, first), caller);
+    yield* this.stream(follow(updates, caller.actor, caller.signal, first));
   }
 
   /** Passes a stream on, masking what fails once it has begun. */
   private async *stream(
     events: AsyncGenerator<StreamResponse, void, undefined>,
-    caller: Caller,
   ): AsyncGenerator<StreamResponse, void, undefined> {
     try {
       yield* events;
     } catch (err) {
-      throw toA2AError(err, caller, this.log);
+      throw toA2AError(err, this.log);
     }
   }
 

@@ -1,16 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
-import { type Principal, SCOPES } from '../../auth/principal.js';
+import { type Principal, toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
 import { coerceError, ServiceError } from '../../errors.js';
 import { PayloadTooLarge, readBody, sendTooLarge } from '../../http/body.js';
-import { BearerRefusal, bearerChallenge, requireBearer } from '../../http/challenge.js';
-import { sendJson, sendProblem } from '../../http/problem.js';
+import { sendJson } from '../../http/problem.js';
+import {
+  requireBearer,
+  requireJsonType,
+  sendMethodNotAllowed,
+  sendRefusal,
+} from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
+import type { Operation } from '../../tasks/scopes.js';
 import type { TaskService } from '../../tasks/service.js';
 import { A2A_PATH, AGENT_CARD_PATH, baseUrlOf } from './card.js';
 import { Caller, callContext } from './context.js';
+import { limitOf } from './errors.js';
 import { TaskRequestHandler } from './handler.js';
 import { noPushConfigs, type PushConfigs } from './push.js';
 import {
@@ -30,54 +37,28 @@ export interface A2AOptions {
   push?: PushConfigs;
 }
 
-/** The scope each method needs (DESIGN §10); any other method needs a valid token only. */
-const SCOPE_OF: Readonly<Record<string, string>> = {
-  SendMessage: SCOPES.write,
-  SendStreamingMessage: SCOPES.write,
-  CancelTask: SCOPES.write,
-  CreateTaskPushNotificationConfig: SCOPES.write,
-  DeleteTaskPushNotificationConfig: SCOPES.write,
-  GetTask: SCOPES.read,
-  ListTasks: SCOPES.read,
-  SubscribeToTask: SCOPES.read,
-  GetTaskPushNotificationConfig: SCOPES.read,
-  ListTaskPushNotificationConfigs: SCOPES.read,
+/** The task operation each method is, whose scope it needs (DESIGN §10); others need a token only. */
+const OPERATION_OF: Readonly<Record<string, Operation>> = {
+  SendMessage: 'startTask',
+  SendStreamingMessage: 'startTask',
+  CancelTask: 'cancelTask',
+  CreateTaskPushNotificationConfig: 'attachWebhook',
+  DeleteTaskPushNotificationConfig: 'detachWebhook',
+  GetTask: 'task',
+  ListTasks: 'tasks',
+  SubscribeToTask: 'taskUpdated',
+  GetTaskPushNotificationConfig: 'webhooks',
+  ListTaskPushNotificationConfigs: 'webhooks',
 };
 
 /** JSON-RPC 2.0's own codes, for what fails before the A2A transport sees the request. */
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
-/** Statuses for refusals that are the HTTP layer's to say (DESIGN §12). */
-const HTTP_STATUS_OF: Readonly<Record<string, number>> = {
-  RATE_LIMITED: 429,
-  TOO_MANY_SUBSCRIPTIONS: 429,
-  SERVICE_UNAVAILABLE: 503,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-};
-const JSON_TYPES = ['application/json', 'application/a2a+json'];
-
 const rpcError = (id: unknown, code: number, message: string): JsonRpcReply => ({
   jsonrpc: '2.0',
   id: rpcIdOf(id),
   error: { code, message },
 });
-
-/** A refusal the HTTP layer answers: problem+json, with Retry-After for the limits. */
-function sendRefusal(res: ServerResponse, err: ServiceError): void {
-  const headers: Record<string, string> = bearerChallenge(err);
-  const retryAfterMs = err.details?.retryAfterMs;
-  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE') {
-    const ms = typeof retryAfterMs === 'number' && retryAfterMs > 0 ? retryAfterMs : 1000;
-    headers['retry-after'] = String(Math.ceil(ms / 1000));
-  }
-  const status =
-    err.code === 'UNAUTHENTICATED'
-      ? 401
-      : err.code === 'FORBIDDEN'
-        ? 403
-        : HTTP_STATUS_OF[err.code];
-  sendProblem(res, status ?? 400, err.code, err.message, headers);
-}
 
 /**
  * The A2A face (DESIGN §10): the agent card, and JSON-RPC on `POST /a2a` through the SDK's
@@ -92,21 +73,18 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
 
   async function authenticate(req: IncomingMessage): Promise<Principal> {
     try {
-      return await requireBearer(verifier, req, null);
+      return await requireBearer(verifier, req);
     } catch (err) {
-      if (err instanceof BearerRefusal) tasks.refused(null, 'a2a', null, 'UNAUTHENTICATED');
+      if (err instanceof ServiceError && err.code === 'UNAUTHENTICATED')
+        tasks.refused(null, 'a2a', null, 'UNAUTHENTICATED');
       throw err;
     }
   }
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method !== 'POST')
-      return sendProblem(res, 405, 'METHOD_NOT_ALLOWED', 'Use POST.', { allow: 'POST' });
+    if (req.method !== 'POST') return sendMethodNotAllowed(res, 'POST', 'Use POST.');
     const principal = await authenticate(req);
-    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    if (!JSON_TYPES.includes(type)) {
-      throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', 'Send the request as application/json.');
-    }
+    requireJsonType(req, 'Send the request as application/json.');
     let body: unknown;
     try {
       body = JSON.parse((await readBody(req)).toString('utf8'));
@@ -120,12 +98,10 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
     }
     const request = body as { id?: unknown; method?: unknown; params?: { id?: unknown } };
     const method = typeof request.method === 'string' ? request.method : '';
-    const scope = SCOPE_OF[method];
-    if (scope && !principal.scopes.has(scope)) {
+    const operation = OPERATION_OF[method];
+    if (operation !== undefined) {
       const taskId = typeof request.params?.id === 'string' ? request.params.id : null;
-      tasks.refused(principal.sub, method, taskId, 'FORBIDDEN');
-      const message = `The token lacks the ${scope} scope.`;
-      throw new BearerRefusal('FORBIDDEN', message, { scope }, principal.sub);
+      tasks.authorize(toActor(principal), operation, taskId, method);
     }
     // Without the header a request is A2A 0.3 (the SDK's reading too), which is not served.
     const version = req.headers['a2a-version'];
@@ -141,7 +117,8 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
     const caller = new Caller(principal, abort.signal);
     const reply = await transport.handle(request, callContext(caller, requestedVersion));
     if (!(Symbol.asyncIterator in reply)) {
-      if (caller.refusal) return sendRefusal(res, caller.refusal);
+      const limit = limitOf(reply.error);
+      if (limit) return sendRefusal(res, limit);
       return sendJson(res, 200, checkedReply(reply, log));
     }
     const stream = reply[Symbol.asyncIterator]();
@@ -150,7 +127,8 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
       first = await stream.next();
     } catch (err) {
       // Refused before the first event (unknown task, bad message…): a plain JSON-RPC answer.
-      if (caller.refusal) return sendRefusal(res, caller.refusal);
+      const limit = limitOf(err);
+      if (limit) return sendRefusal(res, limit);
       return sendJson(res, 200, rpcErrorOf(request.id, err, log));
     }
     await sendStream(res, first, stream, request.id, log);
@@ -160,7 +138,7 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
     const path = (req.url ?? '/').split('?')[0];
     if (path === AGENT_CARD_PATH) {
       if (req.method !== 'GET' && req.method !== 'HEAD')
-        sendProblem(res, 405, 'METHOD_NOT_ALLOWED', 'Use GET.', { allow: 'GET, HEAD' });
+        sendMethodNotAllowed(res, 'GET, HEAD', 'Use GET.');
       else sendJson(res, 200, handler.card(baseUrlOf(req)));
       return true;
     }

@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 import { sendProblem } from '../../http/problem.js';
+import { sendMethodNotAllowed } from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
 
 export interface GraphiQLOptions {
@@ -198,7 +199,7 @@ export function createGraphiQLHandler(options: GraphiQLOptions = {}): RouteHandl
     const browsing = req.method === 'GET' || req.method === 'HEAD';
     if (isPage && !(browsing && req.headers.accept?.includes('text/html'))) return false;
     if (!browsing) {
-      sendProblem(res, 405, 'METHOD_NOT_ALLOWED', 'Use GET.', { allow: 'GET, HEAD' });
+      sendMethodNotAllowed(res, 'GET, HEAD', 'Use GET.');
       return true;
     }
     bundle ??= loadBundle();

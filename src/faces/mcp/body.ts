@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { readBody } from '../../http/body.js';
-import { GateRefusal } from './refusal.js';
+import { requireJsonType } from '../../http/refusal.js';
 
 export type ParsedBody = { ok: true; value: unknown } | { ok: false };
 
@@ -11,10 +11,7 @@ export type ParsedBody = { ok: true; value: unknown } | { ok: false };
  * SDK's transport looks for a body already consumed.
  */
 export async function readJsonBody(req: IncomingMessage): Promise<ParsedBody> {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/json') {
-    throw new GateRefusal(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send JSON-RPC as application/json.');
-  }
+  requireJsonType(req, 'Send JSON-RPC as application/json.');
   const raw = await readBody(req);
   (req as IncomingMessage & { rawBody?: Buffer }).rawBody = raw;
   try {

@@ -2,17 +2,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Logger } from 'pino';
-import { ALL_SCOPES, type Principal, SCOPES } from '../../auth/principal.js';
+import { ALL_SCOPES, toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { coerceError, type ErrorCode, ServiceError } from '../../errors.js';
+import { coerceError, ServiceError } from '../../errors.js';
 import { PayloadTooLarge } from '../../http/body.js';
-import { BearerRefusal, bearerChallenge, requireBearer } from '../../http/challenge.js';
 import { sendJson, sendProblem } from '../../http/problem.js';
+import { requireBearer, sendMethodNotAllowed, sendRefusal } from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
-import type { TaskService } from '../../tasks/service.js';
+import type { Operation } from '../../tasks/scopes.js';
+import type { Actor, TaskService } from '../../tasks/service.js';
 import { isTaskId } from '../../tasks/validation.js';
 import { readJsonBody } from './body.js';
-import { GateRefusal } from './refusal.js';
 import { createMcpServer } from './server.js';
 import { Sessions } from './sessions.js';
 
@@ -43,29 +43,13 @@ export interface McpFace {
   close(): Promise<void>;
 }
 
-/** §9: the scope each method needs; methods not listed need a valid token only. */
-const SCOPE_OF: Record<string, string> = {
-  'tools/call': SCOPES.write,
-  'tasks/cancel': SCOPES.write,
-  'tasks/get': SCOPES.read,
-  'tasks/result': SCOPES.read,
-  'tasks/list': SCOPES.read,
-};
-/** The audit's name for each refused task operation, as the other faces name it. */
-const OPERATION_OF: Record<string, string> = {
+/** §9: the task operation each method is, whose scope it needs; others need a valid token only. */
+const OPERATION_OF: Record<string, Operation> = {
   'tools/call': 'startTask',
   'tasks/cancel': 'cancelTask',
   'tasks/get': 'task',
   'tasks/result': 'taskUpdated',
   'tasks/list': 'tasks',
-};
-const STATUS_OF: Partial<Record<ErrorCode, number>> = {
-  UNAUTHENTICATED: 401,
-  FORBIDDEN: 403,
-  RATE_LIMITED: 429,
-  SERVICE_UNAVAILABLE: 503,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
 };
 
 type Message = { method?: unknown; id?: unknown; params?: { taskId?: unknown } };
@@ -97,7 +81,8 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
 
   function metadata(req: IncomingMessage, res: ServerResponse): void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      throw new GateRefusal(405, 'METHOD_NOT_ALLOWED', 'Use GET.', { allow: 'GET' });
+      sendMethodNotAllowed(res, 'GET', 'Use GET.');
+      return;
     }
     const base = baseOf(req);
     sendJson(res, 200, {
@@ -109,21 +94,16 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
   }
 
   /** Refuses a token that lacks the scope some message of the body needs (403, audited). */
-  function checkScopes(principal: Principal, messages: Message[]): void {
+  function checkScopes(actor: Actor, messages: Message[]): void {
     for (const message of messages) {
-      const method = typeof message.method === 'string' ? message.method : '';
-      const scope = SCOPE_OF[method];
-      if (scope && !principal.scopes.has(scope)) {
-        const taskId = message.params?.taskId;
-        tasks.refused(
-          principal.sub,
-          OPERATION_OF[method] ?? method,
-          typeof taskId === 'string' && isTaskId(taskId) ? taskId : null,
-          'FORBIDDEN',
-        );
-        const text = `The token lacks the ${scope} scope, which ${method} needs.`;
-        throw new BearerRefusal('FORBIDDEN', text, { scope }, principal.sub);
-      }
+      const operation = OPERATION_OF[typeof message.method === 'string' ? message.method : ''];
+      if (operation === undefined) continue;
+      const taskId = message.params?.taskId;
+      tasks.authorize(
+        actor,
+        operation,
+        typeof taskId === 'string' && isTaskId(taskId) ? taskId : null,
+      );
     }
   }
 
@@ -133,15 +113,13 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
     const listed =
       options.corsOrigins !== '*' && origin !== undefined && options.corsOrigins.includes(origin);
     if (origin !== undefined && origin.toLowerCase() !== base.toLowerCase() && !listed) {
-      throw new GateRefusal(403, 'FORBIDDEN', `Requests from origin ${origin} are refused here.`);
+      throw new ServiceError('FORBIDDEN', `Requests from origin ${origin} are refused here.`);
     }
     const method = req.method ?? 'GET';
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
-      throw new GateRefusal(405, 'METHOD_NOT_ALLOWED', 'Use POST, GET or DELETE.', {
-        allow: 'GET, POST, DELETE',
-      });
+      return sendMethodNotAllowed(res, 'GET, POST, DELETE', 'Use POST, GET or DELETE.');
     }
-    const principal = await requireBearer(verifier, req, null);
+    const principal = await requireBearer(verifier, req);
 
     let body: unknown;
     let messages: Message[] = [];
@@ -150,18 +128,17 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
       if (!parsed.ok) return jsonRpcError(res, 400, -32700, 'Parse error: Invalid JSON');
       body = parsed.value;
       messages = messagesOf(body);
-      checkScopes(principal, messages);
+      checkScopes(toActor(principal), messages);
     }
 
     const header = req.headers['mcp-session-id'];
     let session = typeof header === 'string' ? sessions.find(header, principal.sub) : undefined;
     if (header === undefined && messages.some((m) => m.method === 'initialize')) {
       if (sessions.full) {
-        throw new GateRefusal(
-          503,
+        throw new ServiceError(
           'SERVICE_UNAVAILABLE',
           'This server holds MCP_MAX_SESSIONS sessions already; try again later.',
-          { 'retry-after': String(sessions.retryAfterSeconds()) },
+          { retryAfterMs: sessions.retryAfterMs() },
         );
       }
       session = await sessions.create(principal.sub);
@@ -190,21 +167,7 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
       return;
     }
     if (err instanceof ServiceError) {
-      const status = err instanceof GateRefusal ? err.status : (STATUS_OF[err.code] ?? 400);
-      const headers: Record<string, string> = {
-        ...(err instanceof GateRefusal ? err.headers : {}),
-        ...bearerChallenge(
-          err,
-          err.code === 'UNAUTHENTICATED'
-            ? { resource_metadata: `${baseOf(req)}${METADATA_PATH}` }
-            : {},
-        ),
-      };
-      const retryAfterMs = err.details?.retryAfterMs;
-      if (typeof retryAfterMs === 'number') {
-        headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
-      }
-      sendProblem(res, status, err.code, err.message, headers);
+      sendRefusal(res, err, { resource_metadata: `${baseOf(req)}${METADATA_PATH}` });
       return;
     }
     log.error({ err: coerceError(err), method: req.method }, 'unexpected error in the MCP face');

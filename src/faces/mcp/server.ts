@@ -16,8 +16,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { Logger } from 'pino';
-import { type Principal, SCOPES } from '../../auth/principal.js';
+import type { Principal } from '../../auth/principal.js';
 import { ServiceError } from '../../errors.js';
+import { SCOPE_OF } from '../../tasks/scopes.js';
 import type { Actor, TaskService } from '../../tasks/service.js';
 import { isTaskId } from '../../tasks/validation.js';
 import { type Ask, awaitFinal } from './await-final.js';
@@ -99,7 +100,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
     const canAsk =
       elicitation !== undefined &&
       (elicitation.form !== undefined || elicitation.url === undefined) &&
-      principal.scopes.has(SCOPES.write);
+      principal.scopes.has(SCOPE_OF.provideTaskInput);
     const ask: Ask = (params, signal, timeout) =>
       server.request({ method: 'elicitation/create', params }, ElicitResultSchema, {
         relatedRequestId: extra.requestId,

@@ -97,14 +97,13 @@ export class Sessions {
     return this.open.size >= this.options.max;
   }
 
-  /** Whole seconds until the first held session may be closed for idleness, at least 1. */
-  retryAfterSeconds(): number {
+  /** Milliseconds until the first held session may be closed for idleness. */
+  retryAfterMs(): number {
     let soonest = Number.POSITIVE_INFINITY;
     for (const session of this.open.values()) {
       soonest = Math.min(soonest, session.idleAt(this.options.idleMs));
     }
-    const ms = Number.isFinite(soonest) ? soonest - Date.now() : this.options.idleMs;
-    return Math.max(1, Math.ceil(ms / 1000));
+    return Number.isFinite(soonest) ? soonest - Date.now() : this.options.idleMs;
   }
 
   /** `id`'s session if `owner` opened it: another principal's reads like an unknown one. */

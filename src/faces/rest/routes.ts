@@ -1,13 +1,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { type Principal, SCOPES, toActor } from '../../auth/principal.js';
+import { toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { coerceError, type ErrorCode, notFound, ServiceError } from '../../errors.js';
+import { coerceError, notFound, ServiceError } from '../../errors.js';
 import { hasBody, PayloadTooLarge, readBody } from '../../http/body.js';
-import { BearerRefusal, bearerChallenge, requireBearer } from '../../http/challenge.js';
 import { sendJson, sendProblem } from '../../http/problem.js';
+import {
+  HttpRefusal,
+  requireBearer,
+  requireJsonType,
+  sendMethodNotAllowed,
+  sendRefusal,
+} from '../../http/refusal.js';
 import { handleOf, reportOf, retryAfterSeconds } from '../../tasks/handle.js';
-import type { TaskService } from '../../tasks/service.js';
+import type { Operation } from '../../tasks/scopes.js';
+import type { Actor, TaskService } from '../../tasks/service.js';
 import { TASK_STATUSES, type TaskStatus } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
 import { isTaskId } from '../../tasks/validation.js';
@@ -22,63 +29,20 @@ export interface RestOptions {
   log: Logger;
 }
 
-const STATUS_OF: Record<ErrorCode, number> = {
-  UNAUTHENTICATED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  TASK_TERMINAL: 409,
-  NOT_AWAITING_INPUT: 409,
-  IDEMPOTENCY_KEY_REUSED: 422,
-  BAD_USER_INPUT: 422,
-  RATE_LIMITED: 429,
-  SERVICE_UNAVAILABLE: 503,
-  TOO_MANY_SUBSCRIPTIONS: 429,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-};
-
-/** A request the face refuses before reaching the domain (HTTP status other than the code's usual one). */
-class HttpProblem extends ServiceError {
-  constructor(
-    readonly status: number,
-    code: ErrorCode,
-    message: string,
-  ) {
-    super(code, message);
-  }
-}
-
 function retryAfter(task: Task): Record<string, string> {
   const seconds = retryAfterSeconds(task);
   return seconds === undefined ? {} : { 'retry-after': String(seconds) };
 }
 
-/**
- * `Retry-After` for a refusal that passes: the error's own `retryAfterMs` (whole seconds,
- * at least 1), else 1 s for SERVICE_UNAVAILABLE.
- */
-function retryAfterOfError(err: ServiceError): Record<string, string> {
-  const ms = err.details?.retryAfterMs;
-  if (typeof ms === 'number' && ms > 0) return { 'retry-after': String(Math.ceil(ms / 1000)) };
-  return err.code === 'SERVICE_UNAVAILABLE' ? { 'retry-after': '1' } : {};
-}
-
-/** `application/json`, or a `+json` type, with or without parameters. */
-const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
-
-/**
- * The body as a JSON object. Only JSON bodies are taken: a form or text/plain body is what a
- * page on another site can send without asking (415).
- */
+/** The body as a JSON object. */
 async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-  if (hasBody(req) && !JSON_TYPE.test(req.headers['content-type'] ?? ''))
-    throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', 'The body must be application/json.');
+  if (hasBody(req)) requireJsonType(req, 'The body must be application/json.');
   const text = (await readBody(req)).toString('utf8');
   let body: unknown;
   try {
     body = text.trim() === '' ? {} : JSON.parse(text);
   } catch {
-    throw new HttpProblem(400, 'BAD_USER_INPUT', 'The body is not valid JSON.');
+    throw new HttpRefusal(400, 'BAD_USER_INPUT', 'The body is not valid JSON.');
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new ServiceError('BAD_USER_INPUT', 'The body must be a JSON object.');
@@ -118,21 +82,21 @@ export function createRestHandler(options: RestOptions) {
   const { tasks, verifier, log } = options;
 
   /** The caller, if it may do `operation`; a refusal is audited like any task operation. */
-  async function principalFor(
+  async function actorFor(
     req: IncomingMessage,
-    scope: string,
-    operation: string,
+    operation: Operation,
     taskId: string | null = null,
-  ): Promise<Principal> {
+  ): Promise<Actor> {
+    let actor: Actor;
     try {
-      return await requireBearer(verifier, req, scope);
+      actor = toActor(await requireBearer(verifier, req));
     } catch (err) {
-      if (err instanceof BearerRefusal) {
-        const outcome = err.code === 'FORBIDDEN' ? 'FORBIDDEN' : 'UNAUTHENTICATED';
-        tasks.refused(err.subject, operation, taskId, outcome);
-      }
+      if (err instanceof ServiceError && err.code === 'UNAUTHENTICATED')
+        tasks.refused(null, operation, taskId, 'UNAUTHENTICATED');
       throw err;
     }
+    tasks.authorize(actor, operation, taskId);
+    return actor;
   }
 
   /** A path segment that cannot be a taskId names no task: 404, like any unknown id (not 422). */
@@ -147,12 +111,12 @@ export function createRestHandler(options: RestOptions) {
     const method = req.method ?? 'GET';
 
     if (parts.length === 2 && method === 'POST') {
-      const principal = await principalFor(req, SCOPES.write, 'startTask');
+      const actor = await actorFor(req, 'startTask');
       const body = await readJson(req);
       if (typeof body.kind !== 'string')
         throw new ServiceError('BAD_USER_INPUT', 'kind must be a string.');
       const key = req.headers['idempotency-key'];
-      const { task } = await tasks.start(toActor(principal), {
+      const { task } = await tasks.start(actor, {
         kind: body.kind,
         input: body.input,
         ttlMs: optionalInt(body.ttlMs, 'ttlMs'),
@@ -165,9 +129,9 @@ export function createRestHandler(options: RestOptions) {
       });
     }
     if (parts.length === 2 && method === 'GET') {
-      const principal = await principalFor(req, SCOPES.read, 'tasks');
+      const actor = await actorFor(req, 'tasks');
       const limit = url.searchParams.get('limit');
-      const page = await tasks.list(toActor(principal), {
+      const page = await tasks.list(actor, {
         first: limit === null ? null : Number(limit),
         after: url.searchParams.get('cursor'),
         statuses: parseStatuses(url.searchParams.get('status')),
@@ -182,30 +146,30 @@ export function createRestHandler(options: RestOptions) {
       return sendJson(
         res,
         200,
-        { tasks: page.tasks.map((t) => reportOf(t, toActor(principal))), nextCursor },
+        { tasks: page.tasks.map((t) => reportOf(t, actor)), nextCursor },
         headers,
       );
     }
     if (parts.length === 3 && id && method === 'GET') {
-      const principal = await principalFor(req, SCOPES.read, 'task', id);
-      const task = await tasks.get(toActor(principal), taskIdOf(id));
+      const actor = await actorFor(req, 'task', id);
+      const task = await tasks.get(actor, taskIdOf(id));
       if (!task) throw notFound();
-      return sendJson(res, 200, reportOf(task, toActor(principal)), retryAfter(task));
+      return sendJson(res, 200, reportOf(task, actor), retryAfter(task));
     }
     if (parts.length === 3 && id && method === 'DELETE') {
-      const principal = await principalFor(req, SCOPES.write, 'cancelTask', id);
-      const task = await tasks.cancel(toActor(principal), taskIdOf(id));
-      return sendJson(res, 200, reportOf(task, toActor(principal)));
+      const actor = await actorFor(req, 'cancelTask', id);
+      const task = await tasks.cancel(actor, taskIdOf(id));
+      return sendJson(res, 200, reportOf(task, actor));
     }
     if (parts.length === 4 && id && sub === 'input' && method === 'POST') {
-      const principal = await principalFor(req, SCOPES.write, 'provideTaskInput', id);
+      const actor = await actorFor(req, 'provideTaskInput', id);
       const taskId = taskIdOf(id);
       const body = await readJson(req);
       if (typeof body.key !== 'string')
         throw new ServiceError('BAD_USER_INPUT', 'key must be a string.');
       if (!('value' in body)) throw new ServiceError('BAD_USER_INPUT', 'value is required.');
-      const task = await tasks.provideInput(toActor(principal), taskId, body.key, body.value);
-      return sendJson(res, 200, reportOf(task, toActor(principal)), retryAfter(task));
+      const task = await tasks.provideInput(actor, taskId, body.key, body.value);
+      return sendJson(res, 200, reportOf(task, actor), retryAfter(task));
     }
     const allowed =
       parts.length === 2
@@ -215,8 +179,7 @@ export function createRestHandler(options: RestOptions) {
           : parts.length === 4 && sub === 'input'
             ? 'POST'
             : undefined;
-    if (allowed)
-      return sendProblem(res, 405, 'METHOD_NOT_ALLOWED', `Use ${allowed}.`, { allow: allowed });
+    if (allowed) return sendMethodNotAllowed(res, allowed, `Use ${allowed}.`);
     return sendProblem(res, 404, 'NOT_FOUND', 'No such route.');
   }
 
@@ -231,11 +194,7 @@ export function createRestHandler(options: RestOptions) {
     } catch (err) {
       if (err instanceof PayloadTooLarge) throw err; // the server's 413, closing the connection
       if (err instanceof ServiceError) {
-        const status = err instanceof HttpProblem ? err.status : STATUS_OF[err.code];
-        sendProblem(res, status, err.code, err.message, {
-          ...bearerChallenge(err),
-          ...retryAfterOfError(err),
-        });
+        sendRefusal(res, err);
       } else {
         log.error(
           { err: coerceError(err), method: req.method, path: url.pathname },

@@ -1,0 +1,28 @@
+/** The token scopes of DESIGN §2. */
+export const SCOPES = {
+  read: 'tasks:read',
+  write: 'tasks:write',
+  admin: 'tasks:admin',
+} as const;
+export type Scope = (typeof SCOPES)[keyof typeof SCOPES];
+export const ALL_SCOPES: Scope[] = Object.values(SCOPES);
+
+/**
+ * The scope each task operation needs (DESIGN §2, §9, §10): the one table every face asks,
+ * through `TaskService.authorize`. The keys are the operations' names in the audit trail.
+ */
+export const SCOPE_OF = {
+  startTask: SCOPES.write,
+  cancelTask: SCOPES.write,
+  provideTaskInput: SCOPES.write,
+  attachWebhook: SCOPES.write,
+  detachWebhook: SCOPES.write,
+  task: SCOPES.read,
+  tasks: SCOPES.read,
+  taskUpdated: SCOPES.read,
+  tasksUpdated: SCOPES.read,
+  webhooks: SCOPES.read,
+} as const satisfies Record<string, Scope>;
+
+/** A task operation that needs a scope. */
+export type Operation = keyof typeof SCOPE_OF;
