@@ -13,19 +13,20 @@ import { migrate } from './db/migrate.js';
 import { coerceError } from './errors.js';
 import { a2aPushBody, a2aPushConfigs } from './faces/a2a/push-configs.js';
 import { createA2AHandler } from './faces/a2a/route.js';
+import { graphqlRoute } from './faces/graphql/fast-post.js';
 import { createGraphiQLHandler } from './faces/graphql/graphiql.js';
 import { schema } from './faces/graphql/index.js';
+import { attachWebSockets } from './faces/graphql/ws.js';
 import { createYogaServer, servedDirectly } from './faces/graphql/yoga.js';
 import { createMcpFace } from './faces/mcp/handler.js';
 import { createRestHandler } from './faces/rest/routes.js';
 import { createDashboardHandler } from './http/dashboard.js';
-import { Metrics } from './http/metrics.js';
-import { registerEventHubSeries } from './http/metrics-events.js';
 import { requestLogger } from './http/request-log.js';
 import { createHttpServer } from './http/server.js';
-import { attachWebSockets } from './http/ws.js';
 import { builtInKinds } from './kinds/index.js';
 import { createLogger } from './log.js';
+import { registerEventHubSeries } from './metrics/event-hub.js';
+import { Metrics } from './metrics/metrics.js';
 import { TaskEvents } from './tasks/events/hub.js';
 import { KindRegistry, type TaskKind } from './tasks/kinds.js';
 import { Purger } from './tasks/purge.js';
@@ -189,8 +190,6 @@ export async function createApp(options: AppOptions): Promise<App> {
   const server = createHttpServer({
     limits: config.limits,
     log,
-    yoga,
-    graphqlDirect: servedDirectly(options.graphqlPlugins),
     handlers: [
       metrics.handler,
       ...(servesApi && mcp
@@ -202,6 +201,7 @@ export async function createApp(options: AppOptions): Promise<App> {
             ...(config.dashboard ? [createDashboardHandler({ devToken })] : []),
           ]
         : []),
+      ...(yoga ? [graphqlRoute(yoga, servedDirectly(options.graphqlPlugins))] : []),
     ],
     onRequest: [(req, res) => metrics.request(req, res), requestLogger(log, verifier)],
     ready: async () => migrated && databaseReady(db, log),

@@ -1,11 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import { coerceError } from '../errors.js';
-import type { Context } from '../faces/graphql/builder.js';
-import { createGraphQLPostHandler } from '../faces/graphql/fast-post.js';
-import type { ServerContext } from '../faces/graphql/yoga.js';
 import { declaredTooLarge, PayloadTooLarge, readBody, sendTooLarge, setBodyLimit } from './body.js';
 import { applyCors } from './cors.js';
 import { sendProblem } from './problem.js';
@@ -13,12 +9,8 @@ import { sendProblem } from './problem.js';
 export interface HttpRoutes {
   /** `/readyz`: true once the database is reachable and migrated. */
   ready(): Promise<boolean>;
-  /** GraphQL (and GraphiQL) on `/graphql`; absent in the worker role. */
-  yoga?: YogaServerInstance<ServerContext, Context> | undefined;
-  /** Whether plain POSTs may skip yoga's HTTP layer (fast-post.ts). @default true */
-  graphqlDirect?: boolean;
   /**
-   * The plain-HTTP faces (REST, MCP, A2A, metrics, the dashboard…), asked in turn; each
+   * The faces (REST, MCP, A2A, metrics, the dashboard…, GraphQL last), asked in turn; each
    * resolves false when the path is not its own. Empty in the worker role but for metrics.
    * A handler reads its body with `readBody` (src/http/body.ts) and lets what it throws
    * propagate: the server answers PayloadTooLarge with 413 and anything unexpected with 500.
@@ -48,13 +40,10 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 
 /**
  * The node HTTP server: CORS and the body limit for every route, health on every role, then
- * each handler, then GraphQL. It does not listen.
+ * each handler in turn. It does not listen, and knows no face: the app hands them in.
  */
 export function createHttpServer(routes: HttpRoutes): Server {
   const { limits, log } = routes;
-  const graphql = routes.yoga
-    ? createGraphQLPostHandler(routes.yoga, routes.graphqlDirect ?? true)
-    : undefined;
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     for (const hook of routes.onRequest ?? []) hook(req, res);
@@ -69,7 +58,6 @@ export function createHttpServer(routes: HttpRoutes): Server {
       return send(res, ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable' });
     }
     for (const handler of routes.handlers) if (await handler(req, res)) return;
-    if (graphql && path === '/graphql') return graphql(req, res);
     send(res, 404, { status: 404, title: 'Not Found' });
   }
 

@@ -1,5 +1,5 @@
 /**
- * What the domain tells whoever measures it (src/http/metrics.ts exports it to Prometheus).
+ * What the domain tells whoever measures it (src/metrics/metrics.ts exports it to Prometheus).
  * The domain calls these and knows nothing of how they are counted; every method must be
  * cheap and must never throw.
  */

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ExecutionResult, GraphQLError, getOperationAST } from 'graphql';
 import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
 import { readBody } from '../../http/body.js';
+import type { RouteHandler } from '../../http/server.js';
 import type { Context } from './builder.js';
 import type { ServerContext } from './yoga.js';
 
@@ -223,4 +224,17 @@ async function send(res: ServerResponse, response: Response): Promise<void> {
   } finally {
     res.end();
   }
+}
+
+/** `/graphql` as one of the server's routes: the direct POST path where it may, else yoga. */
+export function graphqlRoute(
+  yoga: YogaServerInstance<ServerContext, Context>,
+  direct: boolean,
+): RouteHandler {
+  const serve = createGraphQLPostHandler(yoga, direct);
+  return async (req, res) => {
+    if ((req.url ?? '/').split('?')[0] !== '/graphql') return false;
+    await serve(req, res);
+    return true;
+  };
 }

@@ -1,7 +1,7 @@
 import { getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 
-/** What the GraphQL face reports to whoever measures it (src/http/metrics.ts). */
+/** What the GraphQL face reports to whoever measures it (src/metrics/metrics.ts). */
 export interface GraphQLObserver {
   /** A query or mutation ended, or a subscription was set up. */
   operation(operation: string, type: string, ok: boolean, seconds: number): void;

@@ -14,6 +14,13 @@ export interface Lease {
 }
 
 /**
+ * A task a worker may claim: WORKING, unexpired, with no live lease and attempts left. The
+ * claim and the queue's metrics (stats.ts) ask the same question.
+ */
+export const claimable = sql`status = 'working' and expires_at > now()
+  and (lease_expires_at is null or lease_expires_at < now()) and attempt < max_attempts`;
+
+/**
  * Claims up to `limit` runnable tasks of the given kinds, oldest first, skipping rows other
  * workers hold. A runnable task is WORKING, unexpired, with no live lease and attempts left;
  * `attempt` counts the claim.
@@ -35,8 +42,7 @@ export async function claimTasks(
         attempt = t.attempt + 1
     from (
       select id from tasks
-      where status = 'working' and expires_at > now() and kind = any(${kinds}::text[])
-        and (lease_expires_at is null or lease_expires_at < now()) and attempt < max_attempts
+      where ${claimable} and kind = any(${kinds}::text[])
       order by created_at
       limit ${limit}::int
       for update skip locked

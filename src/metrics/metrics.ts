@@ -1,16 +1,17 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/types.js';
 import { coerceError } from '../errors.js';
 import type { GraphQLObserver } from '../faces/graphql/metrics-plugin.js';
+import { sendProblem } from '../http/problem.js';
+import { sendMethodNotAllowed } from '../http/refusal.js';
+import { routeOf } from '../http/route-name.js';
+import type { RouteHandler } from '../http/server.js';
 import type { RunOutcome, TaskObserver, WebhookOutcome } from '../tasks/observer.js';
-import { sendProblem } from './problem.js';
-import { sendMethodNotAllowed } from './refusal.js';
-import { routeOf } from './route-name.js';
-import type { RouteHandler } from './server.js';
+import { queueNow, tasksByKindAndStatus } from '../tasks/sql/stats.js';
 
 /** Tasks by kind and status, and the queue, are read from the database at most this often. */
 const DB_REFRESH_MS = 5_000;
@@ -220,20 +221,13 @@ export class Metrics implements TaskObserver, GraphQLObserver {
 
   private async read(): Promise<void> {
     const { db } = this.options;
-    const counts = await sql<{ kind: string; status: string; n: number }>`
-      select kind, status, count(*)::int as n from tasks where expires_at > now()
-      group by kind, status`.execute(db);
-    const queue = await sql<{ depth: number; oldest: number | null }>`
-      select count(*)::int as depth,
-        extract(epoch from now() - min(last_updated_at))::float8 as oldest
-      from tasks
-      where status = 'working' and expires_at > now() and attempt < max_attempts
-        and (lease_expires_at is null or lease_expires_at < now())`.execute(db);
+    const counts = await tasksByKindAndStatus(db);
+    const queue = await queueNow(db);
     const { byStatus, depth, oldest } = this.database;
     byStatus.reset();
-    for (const row of counts.rows) byStatus.set({ kind: row.kind, status: row.status }, row.n);
-    depth.set(queue.rows[0]?.depth ?? 0);
-    oldest.set(Math.max(0, queue.rows[0]?.oldest ?? 0));
+    for (const row of counts) byStatus.set({ kind: row.kind, status: row.status }, row.n);
+    depth.set(queue.depth);
+    oldest.set(Math.max(0, queue.oldestSeconds ?? 0));
   }
 
   // TaskObserver

@@ -5,13 +5,13 @@ import { useServer } from 'graphql-ws/use/ws';
 import type { YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { authenticate } from '../auth/authenticate.js';
-import type { Principal } from '../auth/principal.js';
-import type { TokenVerifier } from '../auth/tokens.js';
-import type { Limits } from '../config.js';
-import { coerceError } from '../errors.js';
-import type { Context } from '../faces/graphql/builder.js';
-import type { ServerContext } from '../faces/graphql/yoga.js';
+import { authenticate } from '../../auth/authenticate.js';
+import type { Principal } from '../../auth/principal.js';
+import type { TokenVerifier } from '../../auth/tokens.js';
+import type { Limits } from '../../config.js';
+import { coerceError } from '../../errors.js';
+import type { Context } from './builder.js';
+import type { ServerContext } from './yoga.js';
 
 type Extra = {
   principal?: Principal;
