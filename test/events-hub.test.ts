@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TaskEvents } from '../src/tasks/events/hub.js';
 import { findStoredTask } from '../src/tasks/sql/find.js';
 import type { Task } from '../src/tasks/task.js';
-import { DELIVERY_CHANNEL } from '../src/webhooks/store.js';
+import { DELIVERY_CHANNEL } from '../src/tasks/webhooks/store.js';
 import { collect, eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { backend } from './helpers/db.js';
 import { CANCEL_TASK as CANCEL, FOLLOW_VERSIONS as FOLLOW } from './helpers/operations.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { checkSecret, generateSecret } from '../src/tasks/webhooks.js';
-import { refusedAddress, resolveChecked } from '../src/webhooks/address-guard.js';
+import { refusedAddress, resolveChecked } from '../src/tasks/webhooks/address-guard.js';
+import { checkSecret, generateSecret } from '../src/tasks/webhooks/rules.js';
 import { outcomeOf } from '../src/webhooks/outbox.js';
 
 /** The rules of DESIGN §11 that need no running app: the guard, secrets, outcomes, settings. */

@@ -1,6 +1,6 @@
 import type { TaskStatus } from './status.js';
 import type { Task } from './task.js';
-import type { WebhookRequest } from './webhooks.js';
+import type { WebhookRequest } from './webhooks/rules.js';
 
 /** What the faces hand the task service, and what it answers besides tasks. */
 

@@ -3,7 +3,6 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import { notFound, ServiceError } from '../errors.js';
-import { attachedAtStart } from '../webhooks/store.js';
 import { AuditLog } from './audit.js';
 import { checkAwaiting } from './awaiting.js';
 import type { TaskEvents } from './events/hub.js';
@@ -22,7 +21,9 @@ import { findVisibleTask } from './sql/find.js';
 import { insertTask } from './sql/insert.js';
 import { type Task, toTask, visible } from './task.js';
 import { checkId, checkIdempotencyKey, checkInputKey, checkPayload } from './validation.js';
-import { TaskWebhooks } from './webhooks.js';
+import type { WebhookRequest } from './webhooks/rules.js';
+import { attachedAtStart } from './webhooks/store.js';
+import { TaskWebhooks } from './webhooks/task-webhooks.js';
 
 /** The request and answer shapes live beside the service; importers keep this path. */
 export * from './requests.js';
@@ -225,8 +226,18 @@ export class TaskService {
     ).then(({ task }) => task);
   }
 
-  /** Answers the task's pending input request. Only the owner may answer. */
-  provideInput(actor: Actor, id: string, key: string, value: unknown): Promise<Task> {
+  /**
+   * Answers the task's pending input request. Only the owner may answer. A `webhook` given
+   * with the answer is attached in the same statement: it reports the answer's change and
+   * every later one, and a refused answer keeps none.
+   */
+  provideInput(
+    actor: Actor,
+    id: string,
+    key: string,
+    value: unknown,
+    webhook: WebhookRequest | null = null,
+  ): Promise<Task> {
     return this.audited(
       actor,
       'provideTaskInput',
@@ -235,12 +246,15 @@ export class TaskService {
         const taskId = checkId(id);
         checkInputKey(key);
         checkPayload(value, 'value');
+        const attach = webhook == null ? null : this.webhooks.prepare(webhook);
         const row = await findVisibleTask(this.db, taskId, actor.id);
         if (!row) throw notFound();
         checkAwaiting(row, key);
         const schema = row.input_request?.schema;
         if (schema) validateAgainst(schema, value, `value for ${key}`);
-        const changed = await answerTask(this.db, taskId, actor.id, key, value);
+        const changed = attach
+          ? await this.webhooks.answerWith(taskId, actor.id, key, value, attach)
+          : await answerTask(this.db, taskId, actor.id, key, value);
         if (changed) {
           this.events.committed(changed.id, changed.version);
           return toTask(changed);

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { pinnedLookup, resolveChecked } from './address-guard.js';
+import { pinnedLookup, resolveChecked } from '../tasks/webhooks/address-guard.js';
 
 /** How much of an answer is read (and dropped) before the connection is closed. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;

@@ -48,7 +48,7 @@ export class TaskRequestHandler implements A2ARequestHandler {
     private readonly push: PushConfigs,
     private readonly log: Logger,
   ) {
-    this.messages = new Messages(tasks, push, log);
+    this.messages = new Messages(tasks, push);
   }
 
   /** The card with a relative interface URL: the route serves it with the request's base. */

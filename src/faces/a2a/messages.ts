@@ -6,12 +6,10 @@ import {
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
-import type { Logger } from 'pino';
-import { coerceError } from '../../errors.js';
 import type { TaskService } from '../../tasks/service.js';
 import { isTerminal } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
-import type { WebhookRequest } from '../../tasks/webhooks.js';
+import type { WebhookRequest } from '../../tasks/webhooks/rules.js';
 import type { Caller } from './context.js';
 import { firstData, taskIdOf } from './mapping.js';
 import type { PushConfigs } from './push.js';
@@ -25,7 +23,6 @@ export class Messages {
   constructor(
     private readonly tasks: TaskService,
     private readonly push: PushConfigs,
-    private readonly log: Logger,
   ) {}
 
   /** Starts a task, or answers the question of the task the message names. */
@@ -75,9 +72,8 @@ export class Messages {
   }
 
   /**
-   * Answers the task's question. A push config given with the answer is attached first, so
-   * it reports the answer's change and every later one; if the answer is refused, it goes
-   * again and nothing is kept.
+   * Answers the task's question. A push config given with the answer is attached with it, so
+   * it reports the answer's change and every later one; a refused answer keeps nothing.
    */
   private async answer(
     message: Message,
@@ -99,20 +95,6 @@ export class Messages {
     const value = firstData(message.parts);
     if (value === undefined)
       throw new RequestMalformedError('An answer is a message with a data part: the value.');
-    const attached = webhook ? await this.tasks.webhooks.attach(actor, id, webhook) : null;
-    try {
-      return await this.tasks.provideInput(actor, id, task.inputRequest.key, value);
-    } catch (err) {
-      if (attached)
-        await this.tasks.webhooks
-          .delete(actor, id, attached.id)
-          .catch((cleanup: unknown) =>
-            this.log.warn(
-              { err: coerceError(cleanup), taskId: id },
-              'could not drop a push config',
-            ),
-          );
-      throw err;
-    }
+    return this.tasks.provideInput(actor, id, task.inputRequest.key, value, webhook);
   }
 }

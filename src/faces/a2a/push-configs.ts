@@ -3,7 +3,7 @@ import { ServiceError } from '../../errors.js';
 import type { TaskService } from '../../tasks/service.js';
 import { isTerminal } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
-import type { Webhook, WebhookRequest } from '../../tasks/webhooks.js';
+import type { Webhook, WebhookRequest } from '../../tasks/webhooks/rules.js';
 import { statusEvent, taskEvent, taskIdOf } from './mapping.js';
 import type { PushConfigs } from './push.js';
 

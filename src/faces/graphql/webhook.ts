@@ -1,7 +1,7 @@
 import { toActor } from '../../auth/principal.js';
 import type { Task } from '../../tasks/task.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
-import type { Delivery, Webhook } from '../../tasks/webhooks.js';
+import type { Delivery, Webhook } from '../../tasks/webhooks/rules.js';
 import { builder, type Context } from './builder.js';
 import { TaskRef } from './task.js';
 

@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Listener } from '../../db/listen.js';
 import type { TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
-import { DELIVERY_CHANNEL } from '../../webhooks/store.js';
 import { READY_CHANNEL, TASK_CHANNEL } from '../sql/common.js';
+import { DELIVERY_CHANNEL } from '../webhooks/store.js';
 import { RowCache, type RowCacheOptions } from './row-cache.js';
 
 /** Called with the task's row as re-read after a change, or `undefined` once the row is gone. */

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Executor, TaskRow } from '../../db/types.js';
 import { json, notifyChanged, notifyReady, withoutNotifyColumns } from './common.js';
 
@@ -13,6 +13,8 @@ export async function answerTask(
   owner: string,
   key: string,
   value: unknown,
+  /** More for the same statement: CTEs after `t`, columns after its own (tasks/webhooks/store.ts). */
+  extra?: { ctes: RawBuilder<unknown>; column: RawBuilder<unknown> },
 ): Promise<TaskRow | undefined> {
   const result = await sql<TaskRow>`
     with t as (
@@ -22,7 +24,8 @@ export async function answerTask(
       where id = ${id}::uuid and owner = ${owner} and expires_at > now()
         and status = 'input_required' and input_request ->> 'key' = ${key}
       returning *
-    )
-    select t.*, ${notifyChanged} as notified, ${notifyReady} as ready from t`.execute(db);
+    )${extra?.ctes ?? sql``}
+    select t.*, ${notifyChanged} as notified, ${notifyReady} as ready${extra?.column ?? sql``}
+    from t`.execute(db);
   return withoutNotifyColumns(result.rows[0]);
 }

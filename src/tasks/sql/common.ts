@@ -29,13 +29,18 @@ export function jsonText(value: unknown): string | null {
 export const notifyChanged = sql`pg_notify(${TASK_CHANNEL}, t.id::text || ':' || t.version::text)`;
 export const notifyReady = sql`pg_notify(${READY_CHANNEL}, t.kind)`;
 
-/** A changed row without the `notified`/`ready` columns its statement added for pg_notify. */
+/**
+ * A changed row without the columns its statement added: `notified`/`ready` for pg_notify,
+ * `deliveries`/`delivery_due` for a webhook attached in the same statement.
+ */
 export function withoutNotifyColumns(row: TaskRow | undefined): TaskRow | undefined {
   if (!row) return undefined;
   const {
     notified: _n,
     ready: _r,
+    deliveries: _d,
+    delivery_due: _due,
     ...rest
-  } = row as TaskRow & { notified?: unknown; ready?: unknown };
-  return rest;
+  } = row as TaskRow & Record<string, unknown>;
+  return rest as TaskRow;
 }

@@ -31,7 +31,7 @@ export type InsertOutcome =
 export async function insertTask(
   db: Executor,
   task: NewTask,
-  /** More for the same statement: CTEs after `t`, columns after its own (webhooks/store.ts). */
+  /** More for the same statement: CTEs after `t`, columns after its own (tasks/webhooks/store.ts). */
   extra?: { ctes: RawBuilder<unknown>; column: RawBuilder<unknown> },
 ): Promise<InsertOutcome> {
   for (;;) {
@@ -50,14 +50,7 @@ export async function insertTask(
       select t.*, ${notifyChanged} as notified, ${notifyReady} as ready${extra?.column ?? sql``}
       from t`.execute(db);
     const row = inserted.rows[0];
-    if (row) {
-      const {
-        deliveries: _d,
-        delivery_due: _n,
-        ...stored
-      } = row as TaskRow & Record<string, unknown>;
-      return { created: true, row: withoutNotifyColumns(stored as TaskRow)! };
-    }
+    if (row) return { created: true, row: withoutNotifyColumns(row)! };
 
     const existing = await sql<TaskRow & { same: boolean; expired: boolean }>`
       select t.*, (t.kind = ${task.kind} and t.input is not distinct from ${json(task.input)}) as same,

@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { DeliveryRow, Executor, WebhookRow } from '../db/types.js';
+import type { DeliveryRow, Executor, WebhookRow } from '../../db/types.js';
 
 /**
  * The queries behind a task's webhooks (DESIGN §11), executor first. `owner` always narrows
@@ -39,23 +39,22 @@ function values(taskId: string, w: NewWebhook, afterVersion: number) {
 }
 
 /**
- * What the statement that inserts a task (its row as `t`) adds to attach `webhook` with a
- * delivery of its first state (DESIGN §11: a webhook attached at start reports version 1
- * too): CTEs to append after `t`, and a column that wakes the deliverers. Task, webhook and
- * delivery commit in that one statement, and a start that inserts nothing (an idempotent
- * replay) attaches nothing.
+ * What the statement that changed a task (its row as `t`) adds to attach `webhook` with a
+ * delivery of that change: CTEs to append after `t`, and a column that wakes the deliverers.
+ * Task, webhook and delivery commit in that one statement, and a statement that changes
+ * nothing (an idempotent replay, an answer refused) attaches nothing.
  */
-export function attachedAtStart(webhook: NewWebhook): {
-  ctes: RawBuilder<unknown>;
-  column: RawBuilder<unknown>;
-} {
+function attachedWith(
+  webhook: NewWebhook,
+  afterVersion: RawBuilder<unknown>,
+): { ctes: RawBuilder<unknown>; column: RawBuilder<unknown> } {
   const w = webhook;
   return {
     ctes: sql`, w as (
       insert into task_webhooks (id, task_id, url, secret, format, token, auth_scheme,
                                  auth_credentials, after_version)
       select ${w.id}::uuid, t.id, ${w.url}, ${w.secret}, ${w.format}, ${w.token},
-             ${w.authScheme}, ${w.authCredentials}, 0
+             ${w.authScheme}, ${w.authCredentials}, ${afterVersion}
       from t
       returning id
     ), d as (
@@ -68,17 +67,26 @@ export function attachedAtStart(webhook: NewWebhook): {
   };
 }
 
+/** A webhook attached at start reports version 1 too (DESIGN §11). */
+export const attachedAtStart = (webhook: NewWebhook) => attachedWith(webhook, sql`0`);
+
 /**
- * Attaches a webhook to a live task of `owner`'s; it reports the changes after the current
- * version. The task row is locked for the count, so concurrent attachments cannot pass the
- * limit together, and a status change either committed before (not reported) or after.
+ * A webhook attached with an answer reports the answer's change, delivered here (the task's
+ * trigger does not see a webhook its own statement inserts), and every later one.
  */
-export async function attachLater(
+export const attachedWithAnswer = (webhook: NewWebhook) => attachedWith(webhook, sql`t.version`);
+
+/**
+ * Runs `write` with `owner`'s live task locked, if it has room for one more webhook. The lock
+ * is held for the count, so concurrent attachments cannot pass the limit together, and a
+ * status change either committed before or after.
+ */
+export async function withRoomForWebhook<T>(
   db: Executor,
   taskId: string,
   owner: string,
-  webhook: NewWebhook,
-): Promise<WebhookRow | 'not_found' | 'full'> {
+  write: (trx: Executor, version: number) => Promise<T>,
+): Promise<T | 'not_found' | 'full'> {
   return db.transaction().execute(async (trx) => {
     const task = await sql<{ version: number }>`
       select version from tasks
@@ -89,12 +97,24 @@ export async function attachLater(
     const count = await sql<{ n: number }>`
       select count(*)::int as n from task_webhooks where task_id = ${taskId}::uuid`.execute(trx);
     if ((count.rows[0]?.n ?? 0) >= MAX_WEBHOOKS_PER_TASK) return 'full';
-    return trx
+    return write(trx, version);
+  });
+}
+
+/** Attaches a webhook to a live task of `owner`'s; it reports the changes after the current version. */
+export async function attachLater(
+  db: Executor,
+  taskId: string,
+  owner: string,
+  webhook: NewWebhook,
+): Promise<WebhookRow | 'not_found' | 'full'> {
+  return withRoomForWebhook(db, taskId, owner, (trx, version) =>
+    trx
       .insertInto('task_webhooks')
       .values(values(taskId, webhook, version))
       .returningAll()
-      .executeTakeFirstOrThrow();
-  });
+      .executeTakeFirstOrThrow(),
+  );
 }
 
 /** The task's webhooks, oldest first; empty for a task that is not `owner`'s or is gone. */

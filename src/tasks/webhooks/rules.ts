@@ -1,21 +1,9 @@
 import { randomFillSync, randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { type Kysely, sql } from 'kysely';
-import type { Database, DeliveryRow, WebhookRow } from '../db/types.js';
-import { notFound, ServiceError } from '../errors.js';
-import { refusedAddress } from '../webhooks/address-guard.js';
-import {
-  attachLater,
-  deleteWebhook,
-  listDeliveries,
-  listWebhooks,
-  MAX_WEBHOOKS_PER_TASK,
-  type NewWebhook,
-} from '../webhooks/store.js';
-import type { Actor } from './service.js';
-import type { Task } from './task.js';
-import { checkId } from './validation.js';
-import { mayReadPayloads } from './visibility.js';
+import type { DeliveryRow, WebhookRow } from '../../db/types.js';
+import { ServiceError } from '../../errors.js';
+import { refusedAddress } from './address-guard.js';
+import type { NewWebhook } from './store.js';
 
 /** What a caller asks for (DESIGN §11); `token` and `authentication` come from A2A configs. */
 export interface WebhookRequest {
@@ -61,7 +49,7 @@ const SECRET = /^whsec_([A-Za-z0-9+/]+={0,2})$/;
 const HEADER_VALUE = /^[\x20-\x7e]{1,4096}$/;
 const SCHEME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 
-const bad = (message: string) => new ServiceError('BAD_USER_INPUT', message);
+export const bad = (message: string) => new ServiceError('BAD_USER_INPUT', message);
 
 const SECRET_BYTES = 32;
 /**
@@ -180,87 +168,4 @@ export function toDelivery(row: DeliveryRow): Delivery {
     nextAttemptAt: row.state === 'pending' ? row.next_attempt_at : null,
     deliveredAt: row.delivered_at,
   };
-}
-
-/**
- * A task's webhooks after start, for the owner only (another principal, admin or not, gets
- * NOT_FOUND as for an unknown task). Reads for a face that already holds a visible task go
- * through `of`/`deliveriesOf`, which apply the payload rule themselves.
- */
-export class TaskWebhooks {
-  constructor(
-    private readonly db: Kysely<Database>,
-    private readonly allowPrivate: boolean,
-  ) {}
-
-  prepare(request: WebhookRequest): NewWebhook {
-    return prepareWebhook(request, this.allowPrivate);
-  }
-
-  /** @throws NOT_FOUND (not the actor's task), BAD_USER_INPUT (bad request, or a sixth webhook) */
-  async attach(actor: Actor, taskId: string, request: WebhookRequest): Promise<Webhook> {
-    const id = checkId(taskId);
-    const webhook = this.prepare(request);
-    const row = await attachLater(this.db, id, actor.id, webhook);
-    if (row === 'not_found') throw notFound();
-    if (row === 'full')
-      throw bad(`A task has at most ${MAX_WEBHOOKS_PER_TASK} webhooks; this one has them all.`);
-    return toWebhook(row);
-  }
-
-  /** @throws NOT_FOUND when the task is not the actor's */
-  async list(actor: Actor, taskId: string): Promise<Webhook[]> {
-    const id = checkId(taskId);
-    const rows = await listWebhooks(this.db, id, actor.id);
-    if (rows.length === 0 && !(await this.owns(actor, id))) throw notFound();
-    return rows.map(toWebhook);
-  }
-
-  /** null: no such webhook on the actor's task. @throws NOT_FOUND when the task is not theirs */
-  async get(actor: Actor, taskId: string, webhookId: string): Promise<Webhook | null> {
-    const found = (await this.list(actor, taskId)).find((w) => w.id === webhookId.toLowerCase());
-    return found ?? null;
-  }
-
-  /** @returns whether it existed. @throws NOT_FOUND when the task is not the actor's */
-  async delete(actor: Actor, taskId: string, webhookId: string): Promise<boolean> {
-    const id = checkId(taskId);
-    if (!/^[0-9a-f-]{36}$/i.test(webhookId)) {
-      if (!(await this.owns(actor, id))) throw notFound();
-      return false;
-    }
-    if (await deleteWebhook(this.db, id, actor.id, webhookId)) return true;
-    if (!(await this.owns(actor, id))) throw notFound();
-    return false;
-  }
-
-  /** The webhooks of a task the viewer can see; null when it may not read payloads. */
-  async of(task: Task, viewer: Actor | null): Promise<Webhook[] | null> {
-    if (!viewer || !mayReadPayloads(task, viewer)) return null;
-    return (await listWebhooks(this.db, task.id, viewer.id)).map(toWebhook);
-  }
-
-  /** Newest first; null when the viewer may not read payloads. */
-  async deliveriesOf(
-    task: Task,
-    viewer: Actor | null,
-    first: number | null | undefined,
-  ): Promise<Delivery[] | null> {
-    const n = first ?? 20;
-    if (!Number.isInteger(n) || n < 1 || n > MAX_DELIVERIES_PAGE)
-      throw bad(`first must be between 1 and ${MAX_DELIVERIES_PAGE}.`);
-    if (!mayReadPayloads(task, viewer)) return null;
-    return (await listDeliveries(this.db, task.id, n)).map(toDelivery);
-  }
-
-  private async owns(actor: Actor, taskId: string): Promise<boolean> {
-    const row = await this.db
-      .selectFrom('tasks')
-      .select('id')
-      .where('id', '=', taskId)
-      .where('owner', '=', actor.id)
-      .where('expires_at', '>', sql<Date>`now()`)
-      .executeTakeFirst();
-    return row !== undefined;
-  }
 }
