@@ -1,5 +1,26 @@
 import type { ColumnType, Kysely, Selectable } from 'kysely';
-import type { InputRequest, TaskFailure, TaskStatus } from '../tasks/status.js';
+
+/**
+ * The tables as stored. They stand on their own: the domain (src/tasks/) takes its task
+ * statuses and stored shapes from here, never the other way round.
+ */
+
+/** A task's status as stored (DESIGN §4); the domain's transitions are in tasks/status.ts. */
+export type TaskStatus = 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed';
+
+/** Why a FAILED task failed: stored in `error`, shown to whoever may see the task. */
+export interface TaskFailure {
+  code: string;
+  message: string;
+}
+
+/** What an INPUT_REQUIRED task asks its owner: stored in `input_request`, owner only. */
+export interface InputRequest {
+  key: string;
+  message: string;
+  /** JSON Schema the answer must satisfy. */
+  schema?: Record<string, unknown>;
+}
 
 /** A column Postgres fills by default; optional on insert. */
 type Defaulted<T> = ColumnType<T, T | undefined, T>;

@@ -1,33 +1,26 @@
+import type { TaskStatus } from '../db/types.js';
+
 /**
  * Task statuses as stored and as the REST face spells them (DESIGN §4), and the shapes stored
- * with them. Imports nothing, so the row types (db/) and the domain (tasks/) can both use it.
+ * with them; the row types (db/types.ts) declare them, the domain names them from here.
+ *
+ * `working ⇄ input_required`, and either → a terminal status; terminal statuses never change.
+ * The store enforces this in each conditional UPDATE's `where status in (…)`.
  */
+export type { InputRequest, TaskFailure, TaskStatus } from '../db/types.js';
+
 export const TASK_STATUSES = [
   'working',
   'input_required',
   'completed',
   'cancelled',
   'failed',
-] as const;
-/**
- * `working ⇄ input_required`, and either → a terminal status; terminal statuses never change.
- * The store enforces this in each conditional UPDATE's `where status in (…)`.
- */
-export type TaskStatus = (typeof TASK_STATUSES)[number];
-
-/** Why a FAILED task failed: stored in `error`, shown to whoever may see the task. */
-export interface TaskFailure {
-  code: string;
-  message: string;
-}
-
-/** What an INPUT_REQUIRED task asks its owner: stored in `input_request`, owner only. */
-export interface InputRequest {
-  key: string;
-  message: string;
-  /** JSON Schema the answer must satisfy. */
-  schema?: Record<string, unknown>;
-}
+] as const satisfies readonly TaskStatus[];
+/** Fails to compile when a stored status is missing from the list above. */
+const listsEveryStatus: Exclude<TaskStatus, (typeof TASK_STATUSES)[number]> extends never
+  ? true
+  : never = true;
+void listsEveryStatus;
 
 const TERMINAL_STATUSES: readonly TaskStatus[] = ['completed', 'cancelled', 'failed'];
 
