@@ -171,6 +171,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         verifier,
         log,
         production: config.production,
+        development: config.development,
         limits: config.limits,
         observer: metrics,
         plugins: options.graphqlPlugins,

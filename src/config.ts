@@ -19,6 +19,8 @@ export interface Config {
   dataDir: string;
   role: Role;
   production: boolean;
+  /** NODE_ENV=development: GraphQL errors unmasked, with their stacks (never in production). */
+  development: boolean;
   graphiql: boolean;
   /** The dashboard at `/`. @default true */
   dashboard: boolean;
@@ -146,11 +148,6 @@ function limits(env: Env, production: boolean): Limits {
   });
 }
 
-/** The limits of DESIGN §12 when no variable sets them. */
-export function defaultLimits(production: boolean): Limits {
-  return limits({}, production);
-}
-
 /** pino's levels. */
 const LOG_LEVELS: readonly string[] = [
   'fatal',
@@ -221,6 +218,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: str(env, 'DATA_DIR') ?? './.data',
     role,
     production,
+    development: env.NODE_ENV === 'development',
     graphiql: bool(env, 'GRAPHIQL') ?? !production,
     dashboard: bool(env, 'DASHBOARD') ?? true,
     auth: {

@@ -27,6 +27,7 @@ beforeAll(async () => {
     verifier: t.app.verifier,
     log: pino({ level: 'silent' }),
     production: false,
+    limits: t.app.config.limits,
   });
   const started = await t.gql(
     'mutation { startTask(input: { kind: "sleep", input: { ms: 3600000, steps: 1 } }) { id } }',

@@ -35,13 +35,3 @@ export type RunOutcome =
  * (410: the webhook is disabled).
  */
 export type WebhookOutcome = 'delivered' | 'retry' | 'failed' | 'gone';
-
-/** Observes nothing: the default where no one measures. */
-export const NO_OBSERVER: TaskObserver = Object.freeze({
-  claimed() {},
-  ran() {},
-  leaseLost() {},
-  listenReconnected() {},
-  purgeBatch() {},
-  webhookDelivery() {},
-});

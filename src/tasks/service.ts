@@ -29,7 +29,7 @@ import { TaskWebhooks } from './webhooks/task-webhooks.js';
 export * from './requests.js';
 
 /**
- * The task operations both faces use. Every call is scoped to its actor: another principal's
+ * The task operations every face uses. Every call is scoped to its actor: another principal's
  * task reads exactly like an unknown id. Each operation writes one audit line.
  */
 export class TaskService {

@@ -99,7 +99,7 @@ export const TaskRef = builder.objectRef<Task>('Task').implement({
     owner: t.exposeString('owner', {
       nullable: true,
       description: 'The principal that started the task. Admins only; null for anyone else.',
-      // The admin scope is what mayReadOwner asks of an actor; declared as a scope so it shows.
+      // The owner's name is for admins only (tasks/visibility.ts); a scope, so the schema shows it.
       authScopes: { admin: true },
       unauthorizedResolver: () => null,
     }),

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { authenticate } from '../../auth/authenticate.js';
 import type { Principal } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { defaultLimits, type Limits } from '../../config.js';
+import type { Limits } from '../../config.js';
 import { allowedOrigin, EXPOSED_HEADERS } from '../../http/cors.js';
 import type { TaskService } from '../../tasks/service.js';
 import type { Context } from './builder.js';
@@ -25,8 +25,10 @@ export interface YogaOptions {
   verifier: TokenVerifier;
   log: Logger;
   production: boolean;
-  /** DESIGN §12. @default the defaults for `production` */
-  limits?: (GraphQLLimits & Pick<Limits, 'httpMaxBodyBytes' | 'corsOrigins'>) | undefined;
+  /** Unmasked errors (NODE_ENV=development, see Config). @default false */
+  development?: boolean;
+  /** DESIGN §12. */
+  limits: GraphQLLimits & Pick<Limits, 'httpMaxBodyBytes' | 'corsOrigins'>;
   /** Told of every operation (metrics). */
   observer?: GraphQLObserver | undefined;
   /** An embedder's yoga or envelop plugins, after ours (see `servedDirectly`). */
@@ -57,9 +59,9 @@ export function servedDirectly(plugins: readonly Plugin<any, any, any>[] = []): 
   return plugins.every((plugin) => REQUEST_HOOKS.every((hook) => !(hook in plugin)));
 }
 
-/** Builds the yoga instance; it never listens (src/http/server.ts does). */
+/** Builds the yoga instance; it never listens (the app's HTTP server serves it). */
 export function createYogaServer(options: YogaOptions): YogaServerInstance<ServerContext, Context> {
-  const limits = options.limits ?? defaultLimits(options.production);
+  const { limits } = options;
   return createYoga<ServerContext, Context>({
     schema: options.schema,
     graphqlEndpoint: '/graphql',
@@ -86,7 +88,7 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
     },
     maskedErrors: {
       maskError,
-      isDev: !options.production && process.env.NODE_ENV === 'development',
+      isDev: !options.production && options.development === true,
     },
     // GraphiQL is served by src/faces/graphql/graphiql.ts (compressed, cached), not by yoga.
     graphiql: false,
