@@ -9,7 +9,7 @@ import { ROOT } from './helpers/process.js';
 
 /** The `taskhandle` command, run as a real process: piped, and on a pseudo-terminal. */
 
-const BIN = join(ROOT, 'src/cli/bin.js');
+const BIN = join(ROOT, 'bin/taskhandle.js');
 let t: TestApp;
 let alice: string;
 let empty: string;
