@@ -1,4 +1,4 @@
-import type { CliTask } from './client.js';
+import type { ClientTask } from '../client/index.js';
 
 /** How long ago (or until) `iso` is, compactly: 5s, 3m, 2h, 4d. */
 export function span(iso: string, now = Date.now()): string {
@@ -9,11 +9,11 @@ export function span(iso: string, now = Date.now()): string {
   return `${Math.floor(seconds / 86_400)}d`;
 }
 
-const percent = (task: CliTask) =>
+const percent = (task: ClientTask) =>
   task.progress == null ? '' : `${Math.round(task.progress * 100)}%`;
 
 /** One task as a few readable lines. */
-export function describeTask(task: CliTask): string {
+export function describeTask(task: ClientTask): string {
   const lines = [
     `${task.id}  ${task.kind}  ${task.status} ${percent(task)}`.trimEnd(),
     ...(task.statusMessage ? [`  message:  ${task.statusMessage}`] : []),
@@ -30,7 +30,7 @@ export function describeTask(task: CliTask): string {
 }
 
 /** Tasks as aligned columns. */
-export function table(tasks: readonly CliTask[]): string {
+export function table(tasks: readonly ClientTask[]): string {
   const rows = [
     ['ID', 'KIND', 'STATUS', 'PROGRESS', 'AGE', 'MESSAGE'],
     ...tasks.map((t) => [

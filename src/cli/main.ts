@@ -2,8 +2,14 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { ALL_SCOPES } from '../auth/principal.js';
+import {
+  ClientError,
+  createClient,
+  type TaskhandleClient,
+  type TaskStatus,
+} from '../client/index.js';
 import { loadConfig } from '../config.js';
-import { CliError, type CliTask, request, TASK_FIELDS, type Target } from './client.js';
+import { CliError, explain } from './errors.js';
 import { describeTask, table } from './format.js';
 import { mintConfiguredToken } from './token.js';
 import { watchTask } from './watch.js';
@@ -32,7 +38,7 @@ function parseJson(text: string, what: string): unknown {
  * The token: --token, TASKHANDLE_TOKEN, or in development a short-lived `dev` token minted
  * with the development secret a local server keeps in DATA_DIR (what it prints at start).
  */
-async function targetOf(g: Globals): Promise<Target> {
+async function connect(g: Globals): Promise<TaskhandleClient> {
   const url = g.url ?? process.env.TASKHANDLE_URL ?? DEFAULT_URL;
   try {
     new URL(url);
@@ -44,7 +50,7 @@ async function targetOf(g: Globals): Promise<Target> {
   if (!token && !process.env.AUTH_JWT_SECRET && existsSync(join(dataDir, 'dev-secret'))) {
     token = await mintConfiguredToken(loadConfig(), { sub: 'dev', scopes: ALL_SCOPES, ttl: '1h' });
   }
-  return { url, token: token?.replace(/^Bearer\s+/i, '') };
+  return createClient({ url, ...(token ? { token } : {}) });
 }
 
 function print(g: Globals, value: unknown, human: () => string): void {
@@ -61,8 +67,6 @@ export function program(): Command {
     .showHelpAfterError()
     .exitOverride();
   const globals = (cmd: Command) => cmd.optsWithGlobals<Globals>();
-  const one = async (g: Globals, query: string, variables: Record<string, unknown>) =>
-    request<Record<string, CliTask>>(await targetOf(g), query, variables);
 
   cli
     .command('start')
@@ -74,19 +78,13 @@ export function program(): Command {
     .option('--follow', 'then follow it to its end, as `watch` does')
     .action(async (kind: string, json: string, opts, cmd: Command) => {
       const g = globals(cmd);
-      const target = await targetOf(g);
-      const input = {
-        kind,
-        input: parseJson(json, 'the input'),
+      const client = await connect(g);
+      const handle = await client.start(kind, parseJson(json, 'the input'), {
         ttlMs: opts.ttl,
         idempotencyKey: opts.key,
-      };
-      const { startTask } = await request<{ startTask: CliTask }>(
-        target,
-        `mutation($input: StartTaskInput!) { startTask(input: $input) { ${TASK_FIELDS} } }`,
-        { input },
-      );
-      if (opts.follow) return watch(target, startTask.id, g);
+      });
+      if (opts.follow) return watch(client, handle.id, g);
+      const startTask = handle.task!;
       print(
         g,
         startTask,
@@ -100,7 +98,7 @@ export function program(): Command {
     .argument('<id>')
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
-      const { task } = await one(g, `query($id: ID!) { task(id: $id) { ${TASK_FIELDS} } }`, { id });
+      const task = await (await connect(g)).get(id);
       if (!task) throw new CliError(`no task ${id} (unknown, expired, or not yours)`, 1);
       print(g, task, () => describeTask(task));
     });
@@ -111,7 +109,7 @@ export function program(): Command {
     .argument('<id>')
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
-      await watch(await targetOf(g), id, g);
+      await watch(await connect(g), id, g);
     });
 
   cli
@@ -120,12 +118,8 @@ export function program(): Command {
     .argument('<id>')
     .action(async (id: string, _opts, cmd: Command) => {
       const g = globals(cmd);
-      const { cancelTask } = await one(
-        g,
-        `mutation($id: ID!) { cancelTask(id: $id) { ${TASK_FIELDS} } }`,
-        { id },
-      );
-      print(g, cancelTask, () => describeTask(cancelTask as CliTask));
+      const task = await (await connect(g)).handle(id).cancel();
+      print(g, task, () => describeTask(task));
     });
 
   cli
@@ -137,12 +131,8 @@ export function program(): Command {
     .action(async (id: string, key: string, json: string, _opts, cmd: Command) => {
       const g = globals(cmd);
       const value = parseJson(json, 'the answer');
-      const { provideTaskInput } = await one(
-        g,
-        `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskInput(id: $id, key: $key, value: $value) { ${TASK_FIELDS} } }`,
-        { id, key, value },
-      );
-      print(g, provideTaskInput, () => describeTask(provideTaskInput as CliTask));
+      const task = await (await connect(g)).handle(id).answer(key, value);
+      print(g, task, () => describeTask(task));
     });
 
   cli
@@ -158,13 +148,11 @@ export function program(): Command {
     .action(async (opts, cmd: Command) => {
       const g = globals(cmd);
       const status = opts.status ? statuses(opts.status) : null;
-      const { tasks } = await request<{ tasks: { edges: Array<{ node: CliTask }> } }>(
-        await targetOf(g),
-        `query($first: Int, $status: [TaskStatus!], $owner: String) {
-          tasks(first: $first, status: $status, owner: $owner) { edges { node { ${TASK_FIELDS} } } } }`,
-        { first: opts.first, status, owner: opts.owner ?? null },
-      );
-      const nodes = tasks.edges.map((e) => e.node);
+      const { tasks: nodes } = await (await connect(g)).list({
+        first: opts.first,
+        ...(status ? { status } : {}),
+        ...(opts.owner ? { owner: opts.owner } : {}),
+      });
       if (wantsJson(g)) for (const t of nodes) process.stdout.write(`${JSON.stringify(t)}\n`);
       else process.stdout.write(`${nodes.length ? table(nodes) : 'no tasks'}\n`);
     });
@@ -174,9 +162,7 @@ export function program(): Command {
     .description('list the task kinds this server runs')
     .action(async (_opts, cmd: Command) => {
       const g = globals(cmd);
-      const { taskKinds } = await request<{
-        taskKinds: Array<{ name: string; description: string; inputSchema: unknown }>;
-      }>(await targetOf(g), '{ taskKinds { name description inputSchema } }');
+      const taskKinds = await (await connect(g)).kinds();
       if (wantsJson(g)) for (const k of taskKinds) process.stdout.write(`${JSON.stringify(k)}\n`);
       else
         for (const k of taskKinds) process.stdout.write(`${k.name.padEnd(10)} ${k.description}\n`);
@@ -201,8 +187,8 @@ export function program(): Command {
   return cli;
 }
 
-async function watch(target: Target, id: string, g: Globals): Promise<void> {
-  process.exitCode = await watchTask(target, id, { bar: !wantsJson(g) });
+async function watch(client: TaskhandleClient, id: string, g: Globals): Promise<void> {
+  process.exitCode = await watchTask(client, id, { bar: !wantsJson(g) });
 }
 
 function positiveInt(value: string, what: string): number {
@@ -211,7 +197,7 @@ function positiveInt(value: string, what: string): number {
   return n;
 }
 
-function statuses(list: string): string[] {
+function statuses(list: string): TaskStatus[] {
   const wanted = list
     .split(',')
     .map((s) => s.trim().toUpperCase())
@@ -219,7 +205,7 @@ function statuses(list: string): string[] {
   for (const s of wanted)
     if (!STATUSES.includes(s))
       throw new CliError(`unknown status ${s}; one of ${STATUSES.join(', ')}`);
-  return wanted;
+  return wanted as TaskStatus[];
 }
 
 /** Runs the command line; every failure is one line on stderr and a non-zero exit code. */
@@ -231,8 +217,9 @@ export async function run(argv: readonly string[]): Promise<void> {
       process.exitCode = err.exitCode === 0 ? 0 : 2; // commander has printed its message
       return;
     }
-    const message = err instanceof Error ? err.message : String(err);
+    const failure = err instanceof ClientError ? explain(err) : err;
+    const message = failure instanceof Error ? failure.message : String(failure);
     process.stderr.write(`taskhandle: ${message}\n`);
-    process.exitCode = err instanceof CliError ? err.exitCode : 2;
+    process.exitCode = failure instanceof CliError ? failure.exitCode : 2;
   }
 }

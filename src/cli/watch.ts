@@ -1,5 +1,5 @@
 import cliProgress from 'cli-progress';
-import { type CliTask, follow, type Target } from './client.js';
+import { ClientError, type ClientTask, type TaskhandleClient } from '../client/index.js';
 
 /** Exit codes of `watch` and `--follow`, from the task's final status. */
 export const EXIT = { COMPLETED: 0, FAILED: 1, CANCELLED: 130 } as const;
@@ -11,39 +11,43 @@ export interface WatchOptions {
 
 /** Follows a task to its end, showing each change; resolves with the exit code. */
 export async function watchTask(
-  target: Target,
+  client: TaskhandleClient,
   id: string,
   options: WatchOptions,
 ): Promise<number> {
   const view = options.bar ? barView(id) : jsonLines();
-  let last: CliTask | undefined;
+  let last: ClientTask | undefined;
   try {
-    last = await follow(target, id, (task) => view.show(task));
+    for await (const task of client.handle(id).updates()) {
+      last = task;
+      view.show(task);
+    }
+  } catch (err) {
+    // A task seen, then gone before its end: it expired.
+    if (!(last && err instanceof ClientError && err.code === 'NOT_FOUND')) throw err;
   } finally {
     view.stop();
   }
   const status = last?.status;
   if (status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELLED') {
-    if (options.bar) view.summary?.(last as CliTask);
+    if (options.bar) view.summary?.(last as ClientTask);
     return EXIT[status];
   }
-  process.stderr.write(
-    'taskhandle: the stream ended before the task did (token or task expired).\n',
-  );
+  process.stderr.write('taskhandle: the task expired before it ended.\n');
   return 1;
 }
 
 interface View {
-  show(task: CliTask): void;
+  show(task: ClientTask): void;
   stop(): void;
-  summary?(task: CliTask): void;
+  summary?(task: ClientTask): void;
 }
 
 function jsonLines(): View {
   return { show: (task) => process.stdout.write(`${JSON.stringify(task)}\n`), stop: () => {} };
 }
 
-const STATUS_LABEL: Record<CliTask['status'], string> = {
+const STATUS_LABEL: Record<ClientTask['status'], string> = {
   WORKING: 'working',
   INPUT_REQUIRED: 'waiting for input',
   COMPLETED: 'completed',

@@ -77,6 +77,8 @@ export interface ServerOptions {
   databaseUrl: string;
   /** On top of the defaults: port 0 on loopback, the tests' `SECRET`, `LOG_LEVEL=info`. */
   env?: Record<string, string>;
+  /** How long it may take to listen (a first PGlite boot initialises its data directory). @default 30_000 */
+  startTimeoutMs?: number;
 }
 
 export interface ServerProcess extends NodeProcess {
@@ -95,6 +97,7 @@ export function spawnServer({
   role,
   databaseUrl,
   env = {},
+  startTimeoutMs = 30_000,
 }: ServerOptions): Promise<ServerProcess> {
   const node = spawnNode('src/main.ts', {
     ...process.env,
@@ -128,7 +131,10 @@ export function spawnServer({
       const url = listening.url as string;
       resolve({ ...node, role, url, wsUrl: `${url.replace(/^http/, 'ws')}/graphql`, stop });
     };
-    const timer = setTimeout(() => fail('did not start within 30 s'), 30_000).unref();
+    const timer = setTimeout(
+      () => fail(`did not start within ${startTimeoutMs / 1000} s`),
+      startTimeoutMs,
+    ).unref();
     child.stdout!.on('data', onData);
     exited.then(
       ({ code, signal }) => fail(`exited (${code ?? signal})`),

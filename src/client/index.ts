@@ -1,0 +1,14 @@
+/** `taskhandle/client`: start tasks on a taskhandle server and follow them to their result. */
+export {
+  type ClientOptions,
+  createClient,
+  type KindInfo,
+  type ListFilter,
+  type StartOptions,
+  type TaskhandleClient,
+  type TaskList,
+} from './client.js';
+export { ClientError, TaskCancelled, TaskFailed } from './errors.js';
+export { type FollowOptions, TaskHandle } from './handle.js';
+export type { ClientTask, InputOf, KindMap, KindTypes, ResultOf, TaskStatus } from './task.js';
+export type { TokenSource } from './transport.js';

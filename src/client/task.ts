@@ -1,0 +1,62 @@
+/** The five statuses of §3. */
+export type TaskStatus = 'WORKING' | 'INPUT_REQUIRED' | 'COMPLETED' | 'CANCELLED' | 'FAILED';
+
+/** A task as its owner sees it, one version of it. */
+export interface ClientTask<Result = unknown> {
+  id: string;
+  kind: string;
+  status: TaskStatus;
+  statusMessage: string | null;
+  /** 0..1 once the handler reports it. */
+  progress: number | null;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttlMs: number;
+  expiresAt: string;
+  /** How long a poller should wait before asking again. */
+  pollIntervalMs: number;
+  /** 1 at creation, +1 on every change. */
+  version: number;
+  input: unknown;
+  /** Set when COMPLETED. */
+  result: Result | null;
+  /** Set when FAILED. */
+  error: { code: string; message: string } | null;
+  /** Set when INPUT_REQUIRED: answer it with `answer(key, value)`. */
+  inputRequest: { key: string; message: string; schema: unknown } | null;
+}
+
+/** The fields every query of the client selects: everything the owner may see. */
+export const TASK_FIELDS = `id kind status statusMessage progress createdAt lastUpdatedAt ttlMs
+  expiresAt pollIntervalMs version input result error { code message }
+  inputRequest { key message schema }`;
+
+export const isTerminal = (status: TaskStatus): boolean =>
+  status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELLED';
+
+/**
+ * What a program knows of a kind's types: the kind itself (`typeof myKind`, from
+ * `defineTaskKind<Input, Result>`) or `{ input; result }` written out.
+ */
+export type KindTypes =
+  | { run(ctx: never): Promise<unknown> }
+  | { input?: unknown; result?: unknown };
+
+/** Kind name → its types, for `createClient<Kinds>()`. */
+export type KindMap = { [name: string]: KindTypes };
+
+type InputOfKind<T> = T extends { run(ctx: { readonly input: infer I }): Promise<unknown> }
+  ? I
+  : T extends { input?: infer I }
+    ? I
+    : unknown;
+type ResultOfKind<T> = T extends { run(ctx: never): Promise<infer R> }
+  ? R
+  : T extends { result?: infer R }
+    ? R
+    : unknown;
+
+/** The input `kind` takes, when the map knows it. */
+export type InputOf<Kinds, Name> = Name extends keyof Kinds ? InputOfKind<Kinds[Name]> : unknown;
+/** The result `kind` gives, when the map knows it. */
+export type ResultOf<Kinds, Name> = Name extends keyof Kinds ? ResultOfKind<Kinds[Name]> : unknown;
