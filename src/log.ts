@@ -1,12 +1,34 @@
 import pino, { type Logger } from 'pino';
 
 /**
- * The process's logger: JSON lines on stdout at `level`. Lines are written asynchronously:
- * under load those that queue behind a write in flight go out together in the next one,
- * instead of one blocking write per line on the event loop (a request line and an audit
- * line per request were a sixth of a busy server's time). pino flushes what is queued on
- * exit, `process.exit` included.
+ * A person reading a terminal in development gets one readable line per event (pino-pretty,
+ * in pino's transport thread); everything else — pipes, files, containers, production —
+ * gets JSON lines.
+ */
+function readable(): boolean {
+  return process.stdout.isTTY === true && process.env.NODE_ENV !== 'production';
+}
+
+/**
+ * The process's logger at `level`. JSON lines on stdout are written asynchronously: under
+ * load those that queue behind a write in flight go out together in the next one, instead
+ * of one blocking write per line on the event loop (a request line and an audit line per
+ * request were a sixth of a busy server's time). pino flushes what is queued on exit,
+ * `process.exit` included.
  */
 export function createLogger(level: string): Logger {
+  if (readable())
+    return pino({
+      level,
+      transport: {
+        target: 'pino-pretty',
+        options: {
+          destination: 1,
+          singleLine: true,
+          translateTime: 'SYS:HH:MM:ss.l',
+          ignore: 'pid,hostname',
+        },
+      },
+    });
   return pino({ level }, pino.destination({ dest: 1, sync: false }));
 }
