@@ -4,6 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { ServiceError } from '../src/errors.js';
 import { defineTaskKind, TaskFailedError } from '../src/tasks/kinds.js';
+import { DEFAULT_RETRY } from '../src/tasks/retry.js';
 import type { TaskAbortedError } from '../src/tasks/runner/runner.js';
 import { cancelTask } from '../src/tasks/sql/cancel.js';
 import { findStoredTask } from '../src/tasks/sql/find.js';
@@ -301,9 +302,13 @@ describe('the runner', () => {
       input: {},
       ttlMs: 60_000,
       pollIntervalMs: 1_000,
-      maxAttempts,
       timeoutMs: 60_000,
       idempotencyKey: null,
+      runAt: null,
+      priority: 0,
+      concurrencyKey: null,
+      concurrencyLimit: null,
+      retry: { ...DEFAULT_RETRY, maxAttempts },
     });
     return id;
   }

@@ -50,6 +50,17 @@ export interface TasksTable {
   timeout_ms: number;
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
   last_updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  /** Not claimed before this instant (DESIGN §14); `created_at` when started at once. */
+  run_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  priority: Defaulted<number>;
+  concurrency_key: string | null;
+  concurrency_limit: number | null;
+  retry_initial_delay_ms: Defaulted<number>;
+  retry_factor: Defaulted<number>;
+  retry_max_delay_ms: Defaulted<number>;
+  last_error: TaskFailure | null;
+  /** Why an unleased WORKING task is not claimable now: its time, or its key's limit. */
+  hold: 'time' | 'key' | null;
 }
 
 export type TaskRow = Selectable<TasksTable>;

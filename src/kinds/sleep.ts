@@ -19,25 +19,30 @@ interface SleepInput {
   ms: number;
   steps?: number;
   fail?: string;
+  failTimes?: number;
 }
 
-/** Waits `ms`, reporting progress in `steps`; with `fail`, fails with that message. */
+/**
+ * Waits `ms`, reporting progress in `steps`; with `fail`, fails for good with that message;
+ * with `failTimes: n`, its first n attempts throw an ordinary error, so the task is retried.
+ */
 export const sleep = defineTaskKind<SleepInput, { sleptMs: number }>({
   name: 'sleep',
   description:
-    'Waits `ms` milliseconds, reporting progress in `steps` (default 10); with `fail`, fails with HANDLER_ERROR and that message.',
+    'Waits `ms` milliseconds, reporting progress in `steps` (default 10); with `fail`, fails for good with HANDLER_ERROR and that message; with `failTimes: n`, its first n attempts fail (and are retried) and a later one succeeds.',
   inputSchema: {
     type: 'object',
     properties: {
       ms: { type: 'integer', minimum: 0, maximum: 3_600_000 },
       steps: { type: 'integer', minimum: 1, maximum: 1000 },
       fail: { type: 'string' },
+      failTimes: { type: 'integer', minimum: 0, maximum: 100 },
     },
     required: ['ms'],
     additionalProperties: false,
   },
   timeoutMs: 3_700_000,
-  async run({ input, signal, progress }) {
+  async run({ input, signal, progress, attempt }) {
     const steps = input.steps ?? 10;
     const started = Date.now();
     if (input.ms > 0) {
@@ -50,6 +55,8 @@ export const sleep = defineTaskKind<SleepInput, { sleptMs: number }>({
     }
     signal.throwIfAborted();
     if (input.fail !== undefined) throw new TaskFailedError('HANDLER_ERROR', input.fail);
+    if (attempt <= (input.failTimes ?? 0))
+      throw new Error(`Attempt ${attempt} failed on purpose (failTimes: ${input.failTimes}).`);
     return { sleptMs: Date.now() - started };
   },
 });

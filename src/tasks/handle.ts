@@ -15,6 +15,13 @@ export interface TaskHandle {
   lastUpdatedAt: string;
   ttlMs: number;
   pollIntervalMs: number;
+  /** Runs started so far, and the most there may be (DESIGN §14). */
+  attempt: number;
+  maxAttempts: number;
+  /** While the task waits for its time or its next attempt. */
+  runAt?: string;
+  /** The last failed attempt's error, while retrying and after. */
+  lastError?: Task['lastError'];
 }
 
 /** A status monitor's view: the handle plus what `viewer` may see of the outcome. */
@@ -26,7 +33,7 @@ export interface TaskReport extends TaskHandle {
 }
 
 export function handleOf(task: Task): TaskHandle {
-  return {
+  const handle: TaskHandle = {
     resultType: 'task',
     taskId: task.id,
     status: task.status,
@@ -34,7 +41,12 @@ export function handleOf(task: Task): TaskHandle {
     lastUpdatedAt: task.lastUpdatedAt.toISOString(),
     ttlMs: task.ttlMs,
     pollIntervalMs: task.pollIntervalMs,
+    attempt: task.attempt,
+    maxAttempts: task.maxAttempts,
   };
+  if (task.runAt) handle.runAt = task.runAt.toISOString();
+  if (task.lastError) handle.lastError = task.lastError;
+  return handle;
 }
 
 /** The handle with the status message, the error, and — for the owner only — result and question. */

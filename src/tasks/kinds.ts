@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { ServiceError } from '../errors.js';
 import type { TaskPage } from './requests.js';
+import { DEFAULT_RETRY, type RetryPolicy, resolveRetry } from './retry.js';
 import type { TaskStatus } from './status.js';
 
 export interface OwnTasksRequest {
@@ -16,7 +17,7 @@ export interface OwnTasksRequest {
 export interface TaskContext<Input = unknown> {
   readonly taskId: string;
   readonly owner: string;
-  /** 1 on the first run; higher when the task is re-run after a worker was lost. */
+  /** 1 on the first run; higher on a retry (DESIGN §14) or after a worker was lost. */
   readonly attempt: number;
   readonly input: Input;
   /** Aborted on cancel, expiry, timeout, lost lease or shutdown; stop promptly when it fires. */
@@ -51,14 +52,26 @@ export interface TaskKindOptions<Input, Result> {
   pollIntervalMs?: number;
   /** A run longer than this fails with TIMEOUT; time spent waiting for input does not count. @default 900_000 */
   timeoutMs?: number;
-  /** Claims before a task whose workers keep vanishing fails with WORKER_LOST. @default 3 */
+  /**
+   * How a failed attempt is retried: a throw (anything but a TaskFailedError), a timeout or a
+   * lost worker each use an attempt. Omitted fields take the default's.
+   * @default { maxAttempts: 3, initialDelayMs: 1000, factor: 2, maxDelayMs: 60000 }
+   */
+  retry?: Partial<RetryPolicy>;
+  /** At most `limit` (1..1000) tasks of this kind and one concurrency key run at once. @default none */
+  concurrency?: { limit: number } | undefined;
+  /** Shorthand for `retry.maxAttempts` (the older name). */
   maxAttempts?: number;
   run(ctx: TaskContext<Input>): Promise<Result>;
 }
 
 export interface TaskKind<Input = unknown, Result = unknown>
-  extends Required<Omit<TaskKindOptions<Input, Result>, 'ttlMs'>> {
+  extends Required<
+    Omit<TaskKindOptions<Input, Result>, 'ttlMs' | 'retry' | 'concurrency' | 'maxAttempts'>
+  > {
   ttlMs: number | undefined;
+  retry: RetryPolicy;
+  concurrency: { limit: number } | undefined;
 }
 
 /** Declares a kind of task; register it with the app (`createApp({ kinds })`). */
@@ -67,11 +80,22 @@ export function defineTaskKind<Input = unknown, Result = unknown>(
 ): TaskKind<Input, Result> {
   if (!/^[a-z][a-z0-9_.-]{0,63}$/.test(options.name))
     throw new Error(`bad task kind name ${JSON.stringify(options.name)}`);
+  const name = `kind ${options.name}: retry.`;
+  const retry = resolveRetry(
+    DEFAULT_RETRY,
+    { ...options.retry, maxAttempts: options.maxAttempts ?? options.retry?.maxAttempts },
+    name,
+  );
+  const limit = options.concurrency?.limit;
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 1000))
+    throw new Error(`kind ${options.name}: concurrency.limit must be an integer from 1 to 1000`);
+  const { maxAttempts: _shorthand, ...rest } = options;
   return Object.freeze({
     pollIntervalMs: 1_000,
     timeoutMs: 900_000,
-    maxAttempts: 3,
-    ...options,
+    ...rest,
+    retry: Object.freeze(retry),
+    concurrency: limit === undefined ? undefined : Object.freeze({ limit }),
     ttlMs: options.ttlMs,
   });
 }

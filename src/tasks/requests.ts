@@ -1,3 +1,4 @@
+import type { RetryPolicy } from './retry.js';
 import type { TaskStatus } from './status.js';
 import type { Task } from './task.js';
 import type { WebhookRequest } from './webhooks/rules.js';
@@ -20,6 +21,18 @@ export interface StartRequest {
   idempotencyKey?: string | null;
   /** Status changes pushed to a URL (DESIGN §11); ignored on an idempotent replay. */
   webhook?: WebhookRequest | null;
+  /** Not before this instant (DESIGN §14); a Date (the faces parse the text). */
+  runAt?: Date | null;
+  /** Or: not before now + delayMs. */
+  delayMs?: number | null;
+  /** -100..100; higher is claimed first. @default 0 */
+  priority?: number | null;
+  /** Groups tasks of a kind for their concurrency limit. @default the owner */
+  concurrencyKey?: string | null;
+  /** 1..1000: at most this many tasks of the kind and key run at once. @default the kind's */
+  concurrencyLimit?: number | null;
+  /** Overrides the kind's retry policy, field by field. */
+  retry?: Partial<Record<keyof RetryPolicy, number | null>> | null;
 }
 
 export interface ListRequest {

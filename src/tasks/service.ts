@@ -10,6 +10,7 @@ import { subscribeToOwner } from './events/owner-subscription.js';
 import { subscribeToTask } from './events/subscription.js';
 import { type KindRegistry, type TaskKind, validateAgainst } from './kinds.js';
 import { listPage } from './listing.js';
+import { resolveManagedWork } from './managed.js';
 import { RateLimiter } from './rate-limit.js';
 import { listRecent, type RecentPage, type RecentRequest } from './recent.js';
 import type { Actor, ListRequest, RetentionPolicy, StartRequest, TaskPage } from './requests.js';
@@ -121,6 +122,15 @@ export class TaskService {
         const key = checkIdempotencyKey(request.idempotencyKey ?? null);
         if (request.ttlMs != null && !Number.isFinite(request.ttlMs))
           throw new ServiceError('BAD_USER_INPUT', 'ttlMs must be a number.');
+        const ttlMs = this.clampTtl(request.ttlMs, kind.ttlMs);
+        const now = Date.now();
+        const managed = resolveManagedWork(
+          request,
+          kind,
+          this.retention.maxTtlMs,
+          now,
+          now + ttlMs,
+        );
         const webhook = request.webhook == null ? null : this.webhooks.prepare(request.webhook);
         // With a webhook, the task, the webhook and its first delivery commit in one statement.
         const outcome = await insertTask(
@@ -130,11 +140,11 @@ export class TaskService {
             owner: actor.id,
             kind: kind.name,
             input,
-            ttlMs: this.clampTtl(request.ttlMs, kind.ttlMs),
+            ttlMs,
             pollIntervalMs: kind.pollIntervalMs,
-            maxAttempts: kind.maxAttempts,
             timeoutMs: kind.timeoutMs,
             idempotencyKey: key,
+            ...managed,
           },
           webhook ? attachedAtStart(webhook) : undefined,
         );

@@ -21,6 +21,18 @@ export interface Task {
   result: unknown;
   error: TaskFailure | null;
   inputRequest: InputRequest | null;
+  /** Runs started so far (0 before the first). */
+  attempt: number;
+  maxAttempts: number;
+  /** Set while the task waits for its time or its next attempt. */
+  runAt: Date | null;
+  priority: number;
+  /** As given at start (null: the owner is the key). */
+  concurrencyKey: string | null;
+  /** The limit this task is held to, if any. */
+  concurrencyLimit: number | null;
+  /** The error of the last failed attempt, kept while retrying. */
+  lastError: TaskFailure | null;
 }
 
 /** The longest a poller is asked to wait, however long a person takes. */
@@ -42,6 +54,17 @@ export function pollIntervalFor(
   );
 }
 
+/** The due time of a task that waits to be claimed after a delay or a backoff, else null. */
+function waitingSince(
+  row: Pick<TaskRow, 'status' | 'worker_id' | 'run_at' | 'created_at'>,
+): Date | null {
+  return row.status === 'working' &&
+    row.worker_id === null &&
+    row.run_at.getTime() > row.created_at.getTime()
+    ? row.run_at
+    : null;
+}
+
 export function toTask(row: TaskRow, now = Date.now()): Task {
   return {
     id: row.id,
@@ -60,6 +83,13 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     result: row.result,
     error: row.error,
     inputRequest: row.input_request,
+    attempt: row.attempt,
+    maxAttempts: row.max_attempts,
+    runAt: waitingSince(row),
+    priority: row.priority,
+    concurrencyKey: row.concurrency_key,
+    concurrencyLimit: row.concurrency_limit,
+    lastError: row.last_error,
   };
 }
 

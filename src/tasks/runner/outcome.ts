@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from '../../db/types.js';
+import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
-import { completeTask, failTask, type Lease } from '../sql/leases.js';
+import { completeTask, failTask, type Lease, retryOrFail } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
 import { CompletionWriter } from './completions.js';
 
@@ -105,6 +105,27 @@ export class OutcomeRecorder {
     await this.retry(() => failTask(this.db, id, lease, failure), log).catch((err: unknown) =>
       log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
     );
+  }
+
+  /**
+   * Ends a failed attempt: the task is retried after `delayMs` while attempts and time remain,
+   * else failed (see `retryOrFail`). Never throws.
+   * @returns the row as written; `undefined` when nothing was (a lost lease, a cancel)
+   */
+  async endAttempt(
+    id: string,
+    lease: Lease,
+    failure: TaskFailure,
+    delayMs: number,
+    log: Logger,
+  ): Promise<TaskRow | undefined> {
+    let row: TaskRow | undefined;
+    await this.retry(async () => {
+      row = await retryOrFail(this.db, id, lease, failure, delayMs);
+    }, log).catch((err: unknown) =>
+      log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
+    );
+    return row;
   }
 
   /**

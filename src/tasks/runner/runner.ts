@@ -6,7 +6,7 @@ import { coerceError } from '../../errors.js';
 import type { TaskEvents } from '../events/hub.js';
 import type { KindRegistry } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
-import { claimTasks, failLostTasks, releaseLeases } from '../sql/leases.js';
+import { claimWork, failLostTasks, releaseLeases } from '../sql/leases.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { OutcomeRecorder } from './outcome.js';
 import { RunningTask, type RunningTaskOptions } from './running-task.js';
@@ -42,6 +42,9 @@ export class Runner {
   private claimAgain = false;
   private stopping = false;
   private backstopTimer: NodeJS.Timeout | undefined;
+  /** Wakes the runner when the earliest delayed task it knows of falls due. */
+  private dueTimer: NodeJS.Timeout | undefined;
+  private dueAt = Number.POSITIVE_INFINITY;
   private unsubscribe: Array<() => void> = [];
   private readonly kindNames: string[];
   private readonly leases: LeaseKeeper;
@@ -60,6 +63,7 @@ export class Runner {
       outcomes: new OutcomeRecorder(db, leaseMs),
       observer: options.observer,
       waiting: () => this.wake(),
+      scheduled: (at) => this.wakeAt(at),
       ended: (task) => {
         if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
         this.wake();
@@ -110,6 +114,23 @@ export class Runner {
     });
   }
 
+  /**
+   * Claims again at `at` (epoch ms), when a delayed task falls due, unless a wake for an
+   * earlier time is already set. A little after it: the claim compares with Postgres's clock.
+   */
+  wakeAt(at: number): void {
+    if (this.stopping || at >= this.dueAt) return;
+    clearTimeout(this.dueTimer);
+    this.dueAt = at;
+    this.dueTimer = setTimeout(
+      () => {
+        this.dueAt = Number.POSITIVE_INFINITY;
+        this.wake();
+      },
+      Math.min(2 ** 31 - 1, Math.max(5, at - Date.now() + 5)),
+    );
+  }
+
   private async claimLoop(): Promise<void> {
     const { db, workerId, concurrency, leaseMs, log } = this.options;
     // Let this turn of the event loop finish first: slots freed together are claimed together.
@@ -118,7 +139,9 @@ export class Runner {
       let rows: TaskRow[];
       const claimedAt = Date.now();
       try {
-        rows = await claimTasks(db, workerId, this.kindNames, free, leaseMs);
+        const claim = await claimWork(db, workerId, this.kindNames, free, leaseMs);
+        rows = claim.rows;
+        if (claim.nextDue) this.wakeAt(claim.nextDue.getTime());
       } catch (err) {
         log.warn({ err: coerceError(err) }, 'claiming tasks failed; the backstop will retry');
         return;
@@ -159,6 +182,7 @@ export class Runner {
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     clearInterval(this.backstopTimer);
+    clearTimeout(this.dueTimer);
     for (const off of this.unsubscribe) off();
     // A claim in flight gives back what it got (see claimLoop) while the database is still open.
     await Promise.race([this.claiming, sleep(1_000)]);

@@ -3,10 +3,11 @@ import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import type { TaskEvents } from '../events/hub.js';
-import type { TaskContext, TaskKind } from '../kinds.js';
+import { type TaskContext, TaskFailedError, type TaskKind } from '../kinds.js';
 import { listPage } from '../listing.js';
 import type { TaskObserver } from '../observer.js';
-import { failTask, type Lease, markInputRequired } from '../sql/leases.js';
+import { backoffMs } from '../retry.js';
+import { type Lease, markInputRequired } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
 import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
 import { progressWriter } from './progress-writer.js';
@@ -34,6 +35,8 @@ export interface RunningTaskOptions {
   waiting(): void;
   /** The handler is done and everything the task held is let go. */
   ended(task: RunningTask): void;
+  /** A failed attempt was rescheduled: the task is due again at `at` (epoch ms). */
+  scheduled?(at: number): void;
   /** Told of runs and lost leases (metrics). */
   observer?: TaskObserver | undefined;
 }
@@ -182,7 +185,11 @@ export class RunningTask {
         const err = coerceError(thrown);
         const failure = failureOf(err);
         logFailure(taskLog, err, failure);
-        await outcomes.fail(row.id, lease, failure, taskLog);
+        // A TaskFailedError is the handler saying the failure is final; anything else ends
+        // this attempt only.
+        if (err instanceof TaskFailedError || err.name === 'TaskFailedError')
+          await outcomes.fail(row.id, lease, failure, taskLog);
+        else await this.endAttempt(failure, taskLog);
       }
     } finally {
       const reason = controller.signal.reason as TaskAbortedError | undefined;
@@ -196,18 +203,35 @@ export class RunningTask {
     }
   }
 
+  /** Records a failed attempt: retried with backoff while the policy allows, else failed. */
+  private async endAttempt(failure: TaskFailure, log: Logger): Promise<void> {
+    const { row } = this;
+    const delayMs = backoffMs(
+      {
+        maxAttempts: row.max_attempts,
+        initialDelayMs: row.retry_initial_delay_ms,
+        factor: row.retry_factor,
+        maxDelayMs: row.retry_max_delay_ms,
+      },
+      this.lease.attempt,
+    );
+    const written = await this.options.outcomes.endAttempt(
+      row.id,
+      this.lease,
+      failure,
+      delayMs,
+      log,
+    );
+    if (written?.status === 'working') this.options.scheduled?.(written.run_at.getTime());
+  }
+
   private timedOut(): void {
     const failure: TaskFailure = {
       code: 'TIMEOUT',
       message: `The task ran longer than its ${this.row.timeout_ms} ms limit.`,
     };
     this.abort('timeout');
-    void failTask(this.options.db, this.row.id, this.lease, failure).catch((err: unknown) =>
-      this.options.log.warn(
-        { err: coerceError(err), taskId: this.row.id },
-        'could not record a timeout',
-      ),
-    );
+    void this.endAttempt(failure, this.options.log.child({ taskId: this.row.id }));
   }
 
   /** The handler's `requestInput`: an answer already given, or INPUT_REQUIRED until one comes. */

@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { prepared } from '../../db/pg-pool.js';
 import type { Executor, TaskRow } from '../../db/types.js';
+import type { RetryPolicy } from '../retry.js';
 import { json, notifyChanged, notifyReady, withoutNotifyColumns } from './common.js';
 
 export interface NewTask {
@@ -10,9 +11,14 @@ export interface NewTask {
   input: unknown;
   ttlMs: number;
   pollIntervalMs: number;
-  maxAttempts: number;
   timeoutMs: number;
   idempotencyKey: string | null;
+  /** Not claimed before this instant (null: at once). */
+  runAt: Date | null;
+  priority: number;
+  concurrencyKey: string | null;
+  concurrencyLimit: number | null;
+  retry: RetryPolicy;
 }
 
 export type InsertOutcome =
@@ -38,12 +44,18 @@ export async function insertTask(
     const inserted = await sql<TaskRow>`${prepared}
       with t as (
         insert into tasks (id, owner, kind, input, ttl_ms, created_at, last_updated_at, expires_at,
-                           poll_interval_ms, idempotency_key, max_attempts, timeout_ms)
+                           poll_interval_ms, idempotency_key, max_attempts, timeout_ms, run_at, hold,
+                           priority, concurrency_key, concurrency_limit, retry_initial_delay_ms,
+                           retry_factor, retry_max_delay_ms)
         select ${task.id}::uuid, ${task.owner}, ${task.kind}, ${json(task.input)}, ${task.ttlMs}::int,
                 c.at, c.at, c.at + ${task.ttlMs}::int * interval '1 millisecond', ${task.pollIntervalMs}::int,
-                ${task.idempotencyKey}, ${task.maxAttempts}::int, ${task.timeoutMs}::int
+                ${task.idempotencyKey}, ${task.retry.maxAttempts}::int, ${task.timeoutMs}::int,
+                greatest(c.at, c.run_at), case when c.run_at > c.at then 'time' end,
+                ${task.priority}::int, ${task.concurrencyKey}, ${task.concurrencyLimit}::int,
+                ${task.retry.initialDelayMs}::int, ${task.retry.factor}::float8, ${task.retry.maxDelayMs}::int
         -- millisecond precision: cursors and expiresAt round-trip through JS Dates exactly
-        from (select date_trunc('milliseconds', now()) as at) c
+        from (select date_trunc('milliseconds', now()) as at,
+                     date_trunc('milliseconds', ${task.runAt}::timestamptz) as run_at) c
         on conflict (owner, idempotency_key) do nothing
         returning *
       )${extra?.ctes ?? sql``}

@@ -13,22 +13,53 @@ export interface Lease {
   attempt: number;
 }
 
-/**
- * A task a worker may claim: WORKING, unexpired, with no live lease and attempts left. The
- * claim and the queue's metrics (stats.ts) ask the same question.
- */
-export const claimable = sql`status = 'working' and expires_at > now()
-  and (lease_expires_at is null or lease_expires_at < now()) and attempt < max_attempts`;
+export interface Claim {
+  rows: TaskRow[];
+  /** The earliest due time of a task waiting for its time (any kind), if any. */
+  nextDue: Date | null;
+}
 
 /**
- * Claims up to `limit` runnable tasks of the given kinds, oldest first, skipping rows other
- * workers hold. A runnable task is WORKING, unexpired, with no live lease and attempts left;
- * `attempt` counts the claim.
+ * A task a worker may claim now: WORKING, unexpired, due, waiting for nothing, with no live
+ * lease and attempts left. The claim (taskhandle_claim_tasks) and the queue's metrics
+ * (stats.ts) ask the same question.
+ */
+export const claimable = sql`status = 'working' and expires_at > now() and hold is null
+  and run_at <= now() and (lease_expires_at is null or lease_expires_at < now())
+  and attempt < max_attempts`;
+
+/**
+ * Claims up to `limit` runnable tasks of the given kinds, highest priority first, then earliest
+ * due, skipping rows other workers hold and tasks whose concurrency key is at its limit
+ * (`taskhandle_claim_tasks`, migration 0004). A runnable task is {@link claimable};
+ * `attempt` counts the claim. The same statement answers when
+ * the next delayed task falls due, for the runner's timer.
  *
  * The claim commits without waiting for its WAL flush (`synchronous_commit = off` for this
  * transaction only): a claim lost in a Postgres crash just leaves the task claimable again,
  * which at-least-once execution allows, and the worker starts one disk flush sooner.
  */
+export async function claimWork(
+  db: Executor,
+  workerId: string,
+  kinds: readonly string[],
+  limit: number,
+  leaseMs: number,
+): Promise<Claim> {
+  const result = await sql<TaskRow & { next_due: Date | null }>`
+    select c.*, n.next_due
+    from (select 1) one
+    left join lateral taskhandle_claim_tasks(${workerId}, ${kinds}::text[], ${limit}::int, ${leaseMs}::int) c on true
+    cross join lateral (
+      select min(run_at) as next_due from tasks where status = 'working' and hold = 'time'
+    ) n`.execute(db);
+  const nextDue = result.rows[0]?.next_due ?? null;
+  const rows: TaskRow[] = [];
+  for (const { next_due: _n, ...row } of result.rows) if (row.id) rows.push(row as TaskRow);
+  return { rows, nextDue };
+}
+
+/** The claimed rows of {@link claimWork}. */
 export async function claimTasks(
   db: Executor,
   workerId: string,
@@ -36,20 +67,7 @@ export async function claimTasks(
   limit: number,
   leaseMs: number,
 ): Promise<TaskRow[]> {
-  const result = await sql<TaskRow>`
-    update tasks t
-    set worker_id = ${workerId}, lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond',
-        attempt = t.attempt + 1
-    from (
-      select id from tasks
-      where ${claimable} and kind = any(${kinds}::text[])
-      order by created_at
-      limit ${limit}::int
-      for update skip locked
-    ) c, (select set_config('synchronous_commit', 'off', true)) async_commit
-    where t.id = c.id
-    returning t.*`.execute(db);
-  return result.rows;
+  return (await claimWork(db, workerId, kinds, limit, leaseMs)).rows;
 }
 
 /**
@@ -64,7 +82,8 @@ export async function failLostTasks(db: Executor, limit = 100): Promise<TaskRow[
   const result = await sql<TaskRow>`
     with t as (
       update tasks t
-      set status = 'failed', error = ${json(failure)}, version = t.version + 1, last_updated_at = now(),
+      set status = 'failed', error = ${json(failure)}, last_error = ${json(failure)},
+          version = t.version + 1, last_updated_at = now(),
           worker_id = null, lease_expires_at = null, input_request = null
       from (
         select id from tasks
@@ -160,8 +179,51 @@ export function failTask(
     id,
     lease,
     from,
-    sql`status = 'failed', error = ${json(failure)}, input_request = null, worker_id = null, lease_expires_at = null`,
+    sql`status = 'failed', error = ${json(failure)}, last_error = ${json(failure)}, input_request = null, worker_id = null, lease_expires_at = null`,
   );
+}
+
+/**
+ * Ends a failed attempt (DESIGN §14): while attempts remain and the next one, `delayMs` from
+ * now, falls before expiry, the task stays WORKING, waiting for its time, with `last_error`
+ * and a status message saying what failed and when it runs next; otherwise it fails with
+ * `failure`. Either way the lease is given up and the change announced (and, for a retry,
+ * the runners woken so one of them sets its timer for the due time).
+ */
+export async function retryOrFail(
+  db: Executor,
+  id: string,
+  lease: Lease,
+  failure: TaskFailure,
+  delayMs: number,
+): Promise<TaskRow | undefined> {
+  const result = await sql<TaskRow>`
+    with d as (
+      select now() + ${delayMs}::int * interval '1 millisecond' as at
+    ), r as (
+      select x.id, x.attempt < x.max_attempts and d.at < x.expires_at as again
+      from tasks x, d where x.id = ${id}::uuid
+    ), t as (
+      update tasks t set
+        last_error = ${json(failure)}, version = t.version + 1, last_updated_at = now(),
+        worker_id = null, lease_expires_at = null, input_request = null,
+        status = case when r.again then 'working' else 'failed' end,
+        error = case when r.again then null else ${json(failure)} end,
+        hold = case when r.again then 'time' end,
+        run_at = case when r.again then date_trunc('milliseconds', d.at) else t.run_at end,
+        progress = case when r.again then null else t.progress end,
+        status_message = case when r.again then
+          'Attempt ' || t.attempt || ' of ' || t.max_attempts || ' failed (' || ${failure.code}::text
+          || '); the next runs at '
+          || to_char(d.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '.'
+          else t.status_message end
+      from d, r
+      where t.id = r.id and t.worker_id = ${lease.workerId} and t.attempt = ${lease.attempt}::int
+        and t.status = 'working' and t.expires_at > now()
+      returning t.*
+    )
+    select t.*, ${notifyChanged} as notified, ${notifyReady} as ready from t`.execute(db);
+  return withoutNotifyColumns(result.rows[0]);
 }
 
 /**
