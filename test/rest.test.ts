@@ -8,8 +8,10 @@ const hold = holdWith({ pollIntervalMs: 2_500 });
 const quick = holdWith({ name: 'quick', pollIntervalMs: 200 });
 
 const HANDLE_KEYS = [
+  'attempt',
   'createdAt',
   'lastUpdatedAt',
+  'maxAttempts',
   'pollIntervalMs',
   'resultType',
   'status',

@@ -3,6 +3,7 @@ import { builder } from './builder.js';
 import './scalars.js';
 import './task.js';
 import './webhook.js';
+import './work-fields.js';
 
 /** The code-first schema; `schema.graphql` is its sorted print. */
 export const schema = builder.toSchema({ sortSchema: false });

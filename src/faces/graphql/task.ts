@@ -7,6 +7,7 @@ import type { Task } from '../../tasks/task.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
 import { builder, type Context } from './builder.js';
 import { TaskWebhookInput } from './webhook-input.js';
+import { managedWork, RetryPolicyInput } from './work-input.js';
 
 /** The caller as the domain sees it. Field scopes have already required a principal. */
 function actor(context: Context) {
@@ -29,7 +30,7 @@ export const TaskStatusEnum = builder.enumType('TaskStatus', {
   } as const,
 });
 
-const TaskErrorRef = builder.objectRef<TaskFailure>('TaskError').implement({
+export const TaskErrorRef = builder.objectRef<TaskFailure>('TaskError').implement({
   description:
     'Why a task failed: HANDLER_ERROR, TIMEOUT, WORKER_LOST, or a code the handler chose.',
   fields: (t) => ({
@@ -166,6 +167,20 @@ const StartTaskInput = builder.inputType('StartTaskInput', {
       type: TaskWebhookInput,
       description: 'Pushes every status change, from the first, to this URL.',
     }),
+    runAt: t.field({
+      type: 'DateTime',
+      description: 'Not before this instant; at most expiresAt.',
+    }),
+    delayMs: t.int({ description: 'Or: not before now + delayMs (not both).' }),
+    priority: t.int({ description: '-100..100, default 0; higher is claimed first.' }),
+    concurrencyKey: t.string({
+      description: '1..255 printable; groups tasks of a kind for their limit (default: the owner).',
+    }),
+    concurrencyLimit: t.int({
+      description:
+        "1..1000: at most this many of the kind and key run at once (default: the kind's).",
+    }),
+    retry: t.field({ type: RetryPolicyInput, description: "Overrides the kind's retry policy." }),
   }),
 });
 
@@ -236,6 +251,7 @@ builder.mutationFields((t) => ({
         webhook: input.webhook
           ? { url: input.webhook.url, secret: input.webhook.secret ?? null }
           : null,
+        ...managedWork(input),
       });
       return task;
     },

@@ -18,6 +18,7 @@ import type { Actor, TaskService } from '../../tasks/service.js';
 import { TASK_STATUSES, type TaskStatus } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
 import { isTaskId } from '../../tasks/validation.js';
+import { managedWorkOf } from './work-body.js';
 
 /**
  * The plain-HTTP face (DESIGN §6): `202 Accepted` and a status monitor at `/v1/jobs/{id}`,
@@ -122,6 +123,7 @@ export function createRestHandler(options: RestOptions) {
         ttlMs: optionalInt(body.ttlMs, 'ttlMs'),
         idempotencyKey: typeof key === 'string' ? key : null,
         webhook: webhookOf(body.webhook),
+        ...managedWorkOf(body),
       });
       return sendJson(res, 202, handleOf(task), {
         location: `/v1/jobs/${task.id}`,
