@@ -61,7 +61,13 @@ function expectWellFormed(events: StreamResponse[], taskId: string): TaskState[]
     expect(value.taskId ?? value.id).toBe(taskId);
     expect(value.contextId).toBe(taskId);
     if (event.payload!.$case === 'statusUpdate') {
-      expect(Object.keys(value.metadata).sort()).toEqual(['progress', 'version']);
+      expect(Object.keys(value.metadata).sort()).toEqual([
+        'progress',
+        'taskhandle/attempt',
+        'taskhandle/maxAttempts',
+        'taskhandle/priority',
+        'version',
+      ]);
     }
   }
   return events.filter((e) => e.payload?.$case !== 'artifactUpdate').map((e) => stateOf(e).state!);

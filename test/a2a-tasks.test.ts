@@ -82,6 +82,9 @@ describe('SendMessage starts a task', () => {
       pollIntervalMs: res.body.pollIntervalMs,
       progress: null,
       version: 1,
+      'taskhandle/attempt': 0,
+      'taskhandle/maxAttempts': 3,
+      'taskhandle/priority': 0,
     });
   });
 

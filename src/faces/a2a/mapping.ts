@@ -14,6 +14,7 @@ import type { TaskStatus } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
 import { isTaskId } from '../../tasks/validation.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
+import { workMetadata } from '../../tasks/work-metadata.js';
 
 /** Our statuses as A2A states (DESIGN §10); no other state is ever sent. */
 export const STATE_OF: Record<TaskStatus, TaskState> = {
@@ -119,6 +120,7 @@ export function toA2ATask(task: Task, viewer: Actor): A2ATask {
       pollIntervalMs: task.pollIntervalMs,
       progress: task.progress,
       version: task.version,
+      ...workMetadata(task),
     },
   };
 }
@@ -134,7 +136,7 @@ export const statusEvent = (task: Task, viewer: Actor): StreamResponse => ({
       taskId: task.id,
       contextId: task.id,
       status: statusOf(task, viewer),
-      metadata: { progress: task.progress, version: task.version },
+      metadata: { progress: task.progress, version: task.version, ...workMetadata(task) },
     },
   },
 });
