@@ -19,6 +19,16 @@ export function describeTask(task: ClientTask): string {
     ...(task.statusMessage ? [`  message:  ${task.statusMessage}`] : []),
     `  created:  ${span(task.createdAt)} ago; expires in ${span(task.expiresAt)}`,
   ];
+  if (task.attempt !== undefined && task.maxAttempts !== undefined && task.attempt > 0)
+    lines.push(`  attempt:  ${task.attempt} of ${task.maxAttempts}`);
+  if (task.runAt)
+    lines.push(
+      task.attempt
+        ? `  next:     attempt ${task.attempt + 1} in ${span(task.runAt)}`
+        : `  waiting:  until ${task.runAt} (in ${span(task.runAt)})`,
+    );
+  if (task.lastError && task.status !== 'FAILED')
+    lines.push(`  last error: ${task.lastError.code} ${task.lastError.message}`);
   if (task.inputRequest) {
     lines.push(`  asks:     ${task.inputRequest.message}`);
     lines.push(`  answer:   taskhandle answer ${task.id} ${task.inputRequest.key} JSON`);

@@ -75,6 +75,13 @@ export function program(): Command {
     .argument('[json]', 'input, as JSON', '{}')
     .option('--ttl <ms>', 'retention in milliseconds', (v) => positiveInt(v, '--ttl'))
     .option('--key <key>', 'idempotency key: the same key and input return the same task')
+    .option('--run-at <iso>', 'not before this instant (ISO 8601)')
+    .option('--delay <ms>', 'not before now + ms', (v) => integer(v, '--delay'))
+    .option('--priority <n>', '-100..100; higher is claimed first', (v) => integer(v, '--priority'))
+    .option('--concurrency-key <key>', 'the key its kind limits running tasks by')
+    .option('--max-attempts <n>', 'attempts before it fails', (v) =>
+      positiveInt(v, '--max-attempts'),
+    )
     .option('--follow', 'then follow it to its end, as `watch` does')
     .action(async (kind: string, json: string, opts, cmd: Command) => {
       const g = globals(cmd);
@@ -82,6 +89,11 @@ export function program(): Command {
       const handle = await client.start(kind, parseJson(json, 'the input'), {
         ttlMs: opts.ttl,
         idempotencyKey: opts.key,
+        runAt: opts.runAt,
+        delayMs: opts.delay,
+        priority: opts.priority,
+        concurrencyKey: opts.concurrencyKey,
+        retry: opts.maxAttempts === undefined ? undefined : { maxAttempts: opts.maxAttempts },
       });
       if (opts.follow) return watch(client, handle.id, g);
       const startTask = handle.task!;
@@ -194,6 +206,12 @@ async function watch(client: TaskhandleClient, id: string, g: Globals): Promise<
 function positiveInt(value: string, what: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new CliError(`${what} must be a positive integer`);
+  return n;
+}
+
+function integer(value: string, what: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new CliError(`${what} must be an integer`);
   return n;
 }
 

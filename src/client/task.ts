@@ -24,12 +24,19 @@ export interface ClientTask<Result = unknown> {
   error: { code: string; message: string } | null;
   /** Set when INPUT_REQUIRED: answer it with `answer(key, value)`. */
   inputRequest: { key: string; message: string; schema: unknown } | null;
+  /** Runs started so far (0 before the first), and the most there may be. */
+  attempt: number;
+  maxAttempts: number;
+  /** Set while the task waits for its time or its next attempt. */
+  runAt: string | null;
+  /** The error of the last failed attempt, kept while retrying. */
+  lastError: { code: string; message: string } | null;
 }
 
 /** The fields every query of the client selects: everything the owner may see. */
 export const TASK_FIELDS = `id kind status statusMessage progress createdAt lastUpdatedAt ttlMs
   expiresAt pollIntervalMs version input result error { code message }
-  inputRequest { key message schema }`;
+  inputRequest { key message schema } attempt maxAttempts runAt lastError { code message }`;
 
 export const isTerminal = (status: TaskStatus): boolean =>
   status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELLED';
