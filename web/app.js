@@ -12,6 +12,7 @@ import {
   showProgress,
   span,
   statusPill,
+  workNote,
 } from './view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -177,7 +178,7 @@ function updateRow(row, task, before) {
   } else c.progress.replaceChildren(progressBar(task));
   c.message.textContent = task.error
     ? `${task.error.code}: ${task.error.message}`
-    : (task.statusMessage ?? task.inputRequest?.message ?? '');
+    : workNote(task) || (task.statusMessage ?? task.inputRequest?.message ?? '');
   tick(row, task);
 }
 
@@ -260,6 +261,7 @@ function renderDetail(task) {
     ['Expires', new Date(task.expiresAt).toLocaleString()],
     ['Version', String(task.version)],
   ];
+  if (workNote(task)) facts.push(['Attempts', workNote(task)]);
   if (task.owner) facts.push(['Owner', task.owner]);
   $('detail-title').replaceChildren(task.kind, ' ', statusPill(task));
   const body = [

@@ -32,6 +32,23 @@ export function span(iso, now = Date.now()) {
   return `${Math.floor(s / 86400)}d`;
 }
 
+/**
+ * How the work stands between attempts, or before the first (DESIGN §14): "attempt 2 of 3,
+ * next attempt in 4s", "waiting until 14:02:00", or "" when there is nothing to say.
+ */
+export function workNote(task, now = Date.now()) {
+  const parts = [];
+  if (task.attempt > 0 && (task.maxAttempts > 1 || task.runAt))
+    parts.push(`attempt ${task.attempt} of ${task.maxAttempts}`);
+  if (task.runAt && !isFinal(task.status))
+    parts.push(
+      task.attempt > 0
+        ? `next attempt in ${span(task.runAt, now)}`
+        : `waiting until ${new Date(task.runAt).toLocaleString()}`,
+    );
+  return parts.join(', ');
+}
+
 export const percent = (task) =>
   task.status === 'COMPLETED' ? 100 : Math.round((task.progress ?? 0) * 100);
 
