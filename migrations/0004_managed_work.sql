@@ -160,8 +160,10 @@ begin
           for update skip locked
         ) h
         where t.id = h.id;
+        -- An upsert, not "do nothing": it locks the key's row, so a claim that is about to
+        -- drop the row (having seen no held task before these commit) waits, or skips it.
         insert into task_key_holds (kind, key) values (v_cand.kind, v_cand.key)
-        on conflict do nothing;
+        on conflict (kind, key) do update set kind = excluded.kind;
         v_more := true;
       end if;
     end loop;
