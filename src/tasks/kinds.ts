@@ -40,6 +40,13 @@ export interface TaskContext<Input = unknown> {
   listOwnTasks(request: OwnTasksRequest): Promise<TaskPage>;
 }
 
+/**
+ * How a kind may be called over MCP (its `execution.taskSupport`): `optional` answers a task
+ * to a client that can follow one and the finished result to any other; `required` refuses a
+ * client that cannot follow a task; `forbidden` always answers the finished result.
+ */
+export type TaskSupport = 'optional' | 'required' | 'forbidden';
+
 export interface TaskKindOptions<Input, Result> {
   name: string;
   description: string;
@@ -53,6 +60,8 @@ export interface TaskKindOptions<Input, Result> {
   timeoutMs?: number;
   /** Claims before a task whose workers keep vanishing fails with WORKER_LOST. @default 3 */
   maxAttempts?: number;
+  /** How MCP clients may call it (DESIGN §9b). @default 'optional' */
+  taskSupport?: TaskSupport;
   run(ctx: TaskContext<Input>): Promise<Result>;
 }
 
@@ -71,6 +80,7 @@ export function defineTaskKind<Input = unknown, Result = unknown>(
     pollIntervalMs: 1_000,
     timeoutMs: 900_000,
     maxAttempts: 3,
+    taskSupport: 'optional' as const,
     ...options,
     ttlMs: options.ttlMs,
   });
