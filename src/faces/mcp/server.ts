@@ -39,6 +39,8 @@ export const CAPABILITIES = {
   tools: {},
   tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
 };
+/** How the server names itself, on both revisions. */
+export const SERVER_INFO = { name: 'taskhandle', version: '0.1.0' };
 /** `tasks/list` pages hold at most this many tasks. */
 const LIST_PAGE = 20;
 
@@ -76,10 +78,10 @@ export interface McpServerDeps {
 
 /** One session's MCP server: the SDK's low-level Server with this service's handlers. */
 export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server {
-  const server = new Server(
-    { name: 'taskhandle', version: '0.1.0' },
-    { capabilities: CAPABILITIES, jsonSchemaValidator: validator },
-  );
+  const server = new Server(SERVER_INFO, {
+    capabilities: CAPABILITIES,
+    jsonSchemaValidator: validator,
+  });
   server.onerror = (err) => log.debug({ err }, 'MCP transport');
 
   /** Runs a handler, turning what it throws into the §9 JSON-RPC errors. */
