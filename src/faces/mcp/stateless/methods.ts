@@ -13,6 +13,7 @@ import {
   StatelessError,
   SUPPORTED_VERSIONS,
 } from './envelope.js';
+import { ARGUMENTS_KEY, askForArguments, gatheredArguments } from './gather.js';
 import {
   createTaskResultOf,
   detailedTaskOf,
@@ -83,6 +84,10 @@ function finished(task: Task): Record<string, unknown> {
   return toolResultOf(task);
 }
 
+/** Whether the call carries an answer (any) to the arguments it was asked for: never ask twice. */
+const answered = (responses: unknown) =>
+  responses !== null && typeof responses === 'object' && ARGUMENTS_KEY in responses;
+
 const discover: Method = async () => ({
   resultType: 'complete',
   supportedVersions: SUPPORTED_VERSIONS,
@@ -105,14 +110,19 @@ const listTools: Method = async ({ tasks }) => ({
 
 const callTool: Method = async (call) => {
   const { tasks, envelope } = call;
-  const { name, arguments: input } = envelope.params;
+  const { name, arguments: given, inputResponses } = envelope.params;
   const kind = tasks.listKinds().find((candidate) => candidate.name === name);
   if (!kind) throw new StatelessError(INVALID_PARAMS, `Unknown tool ${JSON.stringify(name)}.`);
   const asTask = declaresTasks(envelope) && kind.taskSupport !== 'forbidden';
   if (kind.taskSupport === 'required' && !asTask) throw needsTasks();
+  const input = gatheredArguments(given ?? {}, inputResponses);
+  if (!answered(inputResponses)) {
+    const ask = askForArguments(kind, input, envelope.capabilities);
+    if (ask) return ask;
+  }
   let task: Task;
   try {
-    task = (await tasks.start(actorOf(call), { kind: kind.name, input: input ?? {} })).task;
+    task = (await tasks.start(actorOf(call), { kind: kind.name, input })).task;
   } catch (err) {
     // Arguments the kind refuses are a tool error the model can read, nothing stored.
     if (err instanceof ServiceError && err.code === 'BAD_USER_INPUT') {
