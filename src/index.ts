@@ -9,6 +9,7 @@ export {
   TaskFailedError,
   type TaskKind,
   type TaskKindOptions,
+  type TaskSupport,
 } from './tasks/kinds.js';
 export type { TaskPage } from './tasks/requests.js';
 export type { TaskStatus } from './tasks/status.js';

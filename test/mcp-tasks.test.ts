@@ -213,8 +213,8 @@ describe('tasks/cancel', () => {
     await eventually(async () => (t.app.runner?.holds(task.taskId) ? undefined : true));
     expect((await tasks().getTask(task.taskId)).status).toBe('cancelled');
     expect(await tasks().getTaskResult(task.taskId, CallToolResultSchema)).toEqual(cancelledResult);
-    // Cancelling a cancelled task answers it unchanged.
-    expect((await tasks().cancelTask(task.taskId)).status).toBe('cancelled');
+    // A cancelled task is final: cancelling it again is refused like any final task.
+    expect((await rpcError(tasks().cancelTask(task.taskId))).code).toBe(-32602);
   });
 
   it('refuses a finished task with -32602', async () => {

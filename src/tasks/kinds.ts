@@ -41,6 +41,13 @@ export interface TaskContext<Input = unknown> {
   listOwnTasks(request: OwnTasksRequest): Promise<TaskPage>;
 }
 
+/**
+ * How a kind may be called over MCP (its `execution.taskSupport`): `optional` answers a task
+ * to a client that can follow one and the finished result to any other; `required` refuses a
+ * client that cannot follow a task; `forbidden` always answers the finished result.
+ */
+export type TaskSupport = 'optional' | 'required' | 'forbidden';
+
 export interface TaskKindOptions<Input, Result> {
   name: string;
   description: string;
@@ -62,6 +69,8 @@ export interface TaskKindOptions<Input, Result> {
   concurrency?: { limit: number } | undefined;
   /** Shorthand for `retry.maxAttempts` (the older name). */
   maxAttempts?: number;
+  /** How MCP clients may call it (DESIGN §9b). @default 'optional' */
+  taskSupport?: TaskSupport;
   run(ctx: TaskContext<Input>): Promise<Result>;
 }
 
@@ -93,6 +102,7 @@ export function defineTaskKind<Input = unknown, Result = unknown>(
   return Object.freeze({
     pollIntervalMs: 1_000,
     timeoutMs: 900_000,
+    taskSupport: 'optional' as const,
     ...rest,
     retry: Object.freeze(retry),
     concurrency: limit === undefined ? undefined : Object.freeze({ limit }),

@@ -14,7 +14,9 @@ import type { Actor, TaskService } from '../../tasks/service.js';
 import { isTaskId } from '../../tasks/validation.js';
 import { readJsonBody } from './body.js';
 import { createMcpServer } from './server.js';
-import { Sessions } from './sessions.js';
+import { Sessions, Shutdown } from './sessions.js';
+import { isStateless } from './stateless/envelope.js';
+import { serveStateless } from './stateless/face.js';
 
 export const MCP_PATH = '/mcp';
 export const METADATA_PATH = '/.well-known/oauth-protected-resource/mcp';
@@ -47,9 +49,11 @@ export interface McpFace {
 const OPERATION_OF: Record<string, Operation> = {
   'tools/call': 'startTask',
   'tasks/cancel': 'cancelTask',
+  'tasks/update': 'provideTaskInput',
   'tasks/get': 'task',
   'tasks/result': 'taskUpdated',
   'tasks/list': 'tasks',
+  'subscriptions/listen': 'taskUpdated',
 };
 
 type Message = { method?: unknown; id?: unknown; params?: { taskId?: unknown } };
@@ -78,6 +82,8 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
     log,
     createServer: (shutdown) => createMcpServer({ tasks, log, shutdown }),
   });
+  /** The 2026-07-28 revision's waiting calls, answered when the face closes. */
+  const stateless = new Shutdown();
 
   function metadata(req: IncomingMessage, res: ServerResponse): void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -129,6 +135,10 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
       body = parsed.value;
       messages = messagesOf(body);
       checkScopes(toActor(principal), messages);
+      if (isStateless(req, body)) {
+        const context = { tasks, log, principal, stopping: stateless.signal };
+        return stateless.track(serveStateless(context, req, res, body));
+      }
     }
 
     const header = req.headers['mcp-session-id'];
@@ -187,6 +197,9 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
       }
       return true;
     },
-    close: () => sessions.close(),
+    close: async () => {
+      await stateless.begin();
+      await sessions.close();
+    },
   };
 }

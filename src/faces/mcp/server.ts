@@ -20,6 +20,7 @@ import type { Principal } from '../../auth/principal.js';
 import { ServiceError } from '../../errors.js';
 import { SCOPE_OF } from '../../tasks/scopes.js';
 import type { Actor, TaskService } from '../../tasks/service.js';
+import { isTerminal } from '../../tasks/status.js';
 import { isTaskId } from '../../tasks/validation.js';
 import { type Ask, awaitFinal } from './await-final.js';
 import type { Shutdown } from './sessions.js';
@@ -39,6 +40,8 @@ export const CAPABILITIES = {
   tools: {},
   tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
 };
+/** How the server names itself, on both revisions. */
+export const SERVER_INFO = { name: 'taskhandle', version: '0.1.0' };
 /** `tasks/list` pages hold at most this many tasks. */
 const LIST_PAGE = 20;
 
@@ -76,10 +79,10 @@ export interface McpServerDeps {
 
 /** One session's MCP server: the SDK's low-level Server with this service's handlers. */
 export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server {
-  const server = new Server(
-    { name: 'taskhandle', version: '0.1.0' },
-    { capabilities: CAPABILITIES, jsonSchemaValidator: validator },
-  );
+  const server = new Server(SERVER_INFO, {
+    capabilities: CAPABILITIES,
+    jsonSchemaValidator: validator,
+  });
   server.onerror = (err) => log.debug({ err }, 'MCP transport');
 
   /** Runs a handler, turning what it throws into the §9 JSON-RPC errors. */
@@ -191,9 +194,18 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
 
   server.setRequestHandler(
     lenient(CancelTaskRequestSchema),
-    guarded('tasks/cancel', async (request, extra) =>
-      mcpTaskOf(await tasks.cancel(actorOf(extra), taskIdOf(request.params))),
-    ),
+    guarded('tasks/cancel', async (request, extra) => {
+      const taskId = taskIdOf(request.params);
+      // The service answers a second cancel with the task unchanged; §9 refuses every final task.
+      const task = await tasks.get(actorOf(extra), taskId);
+      if (!task) throw taskNotFound();
+      if (isTerminal(task.status)) {
+        throw new RpcError(-32602, `The task is already ${task.status}.`, {
+          code: 'TASK_TERMINAL',
+        });
+      }
+      return mcpTaskOf(await tasks.cancel(actorOf(extra), taskId));
+    }),
   );
 
   return server;

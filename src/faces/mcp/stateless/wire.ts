@@ -1,0 +1,126 @@
+import type {
+  CallToolResultV2,
+  CreateTaskResultV2,
+  DetailedTaskV2,
+  InputRequestsV2,
+} from '@modelcontextprotocol/ext-tasks/core/v2';
+import type { Task } from '../../../tasks/task.js';
+
+/**
+ * How the 2026-07-28 face writes tasks (DESIGN §9b): the io.modelcontextprotocol/tasks
+ * extension's flat handle and DetailedTask, and its mapping of outcomes — a tool that ran and
+ * reported a failure is `completed` with `isError`; `failed` is kept for failures outside the
+ * tool, carried as a JSON-RPC error.
+ */
+
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+export const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
+
+/**
+ * Failure codes the platform records outside a handler's own code path: a worker lost for good,
+ * or the server failing around the tool. Every other code is the tool's own answer.
+ */
+const OUTSIDE_THE_TOOL = new Set(['WORKER_LOST', 'INTERNAL_SERVER_ERROR']);
+const INTERNAL_ERROR = -32603;
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** Whether a failed task failed outside the tool (extension status `failed`). */
+export const failedOutsideTheTool = (task: Task): boolean =>
+  task.status === 'failed' && OUTSIDE_THE_TOOL.has(task.error?.code ?? '');
+
+function toolError(code: string, message: string): CallToolResultV2 {
+  return {
+    resultType: 'complete',
+    isError: true,
+    content: [{ type: 'text', text: message }],
+    structuredContent: { code, message },
+  };
+}
+
+/**
+ * The tool's result for a final task: a string result is the text itself, any other value its
+ * JSON with `structuredContent` (a non-object as `{ value }`); a failure in the tool or a
+ * cancellation is `isError` with `{ code, message }`. It is a result of its own, so it says
+ * `resultType` too.
+ */
+export function toolResultOf(task: Task): CallToolResultV2 {
+  if (task.status === 'completed') {
+    const result = task.result ?? null;
+    if (typeof result === 'string') {
+      return { resultType: 'complete', content: [{ type: 'text', text: result }] };
+    }
+    return {
+      resultType: 'complete',
+      content: [{ type: 'text', text: JSON.stringify(result) }],
+      structuredContent: isRecord(result) ? result : { value: result },
+    } as CallToolResultV2;
+  }
+  if (task.status === 'failed') {
+    const error = task.error ?? { code: 'HANDLER_ERROR', message: 'The task failed.' };
+    return toolError(error.code, error.message);
+  }
+  return toolError('CANCELLED', 'The task was cancelled.');
+}
+
+/** The JSON-RPC error of a task that failed outside the tool. */
+export function rpcErrorOfTask(task: Task): { code: number; message: string; data: unknown } {
+  const error = task.error ?? { code: 'INTERNAL_SERVER_ERROR', message: 'The task failed.' };
+  return { code: INTERNAL_ERROR, message: error.message, data: { code: error.code } };
+}
+
+/** The extension's status: a failure inside the tool reads as `completed`. */
+function statusOf(task: Task): DetailedTaskV2['status'] {
+  return task.status === 'failed' && !failedOutsideTheTool(task) ? 'completed' : task.status;
+}
+
+/** The handle every answer about a task starts from. */
+function handleOf(task: Task) {
+  const statusMessage =
+    task.status === 'input_required' && task.inputRequest
+      ? task.inputRequest.message
+      : task.status === 'failed' && task.error
+        ? task.error.message
+        : task.statusMessage;
+  return {
+    taskId: task.id,
+    status: statusOf(task),
+    ...(statusMessage !== null ? { statusMessage } : {}),
+    createdAt: task.createdAt.toISOString(),
+    lastUpdatedAt: task.lastUpdatedAt.toISOString(),
+    ttlMs: task.ttlMs,
+    pollIntervalMs: task.pollIntervalMs,
+  };
+}
+
+/** `tools/call`'s answer when it starts a task: the flat handle, no payloads. */
+export function createTaskResultOf(task: Task): CreateTaskResultV2 {
+  return { resultType: 'task', ...handleOf(task) } as CreateTaskResultV2;
+}
+
+/** The outstanding question as an elicitation request, keyed by the task's input key. */
+function inputRequestsOf(task: Task): InputRequestsV2 {
+  const request = task.inputRequest;
+  if (!request) return {};
+  const schema = isRecord(request.schema) ? request.schema : { type: 'object', properties: {} };
+  return {
+    [request.key]: {
+      method: 'elicitation/create',
+      params: { mode: 'form', message: request.message, requestedSchema: schema },
+    },
+  } as InputRequestsV2;
+}
+
+/** What `tasks/get` and `notifications/tasks` carry: the handle with its status's payload. */
+export function detailedTaskOf(task: Task): DetailedTaskV2 {
+  const handle = handleOf(task);
+  if (task.status === 'input_required') {
+    return { ...handle, inputRequests: inputRequestsOf(task) } as DetailedTaskV2;
+  }
+  if (failedOutsideTheTool(task))
+    return { ...handle, error: rpcErrorOfTask(task) } as DetailedTaskV2;
+  if (handle.status === 'completed')
+    return { ...handle, result: toolResultOf(task) } as DetailedTaskV2;
+  return handle as DetailedTaskV2;
+}
