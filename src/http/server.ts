@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import { coerceError } from '../errors.js';
-import { declaredTooLarge, PayloadTooLarge, readBody, sendTooLarge, setBodyLimit } from './body.js';
+import { declaredTooLarge, PayloadTooLarge, sendTooLarge, setBodyLimit } from './body.js';
 import { applyCors } from './cors.js';
 import { guardUpgrades, hostAllowed, sendMisdirected } from './hosts.js';
 import { sendProblem } from './problem.js';
@@ -56,7 +56,7 @@ export function createHttpServer(routes: HttpRoutes): Server {
     setBodyLimit(req, limits.httpMaxBodyBytes);
     if (applyCors(req, res, limits.corsOrigins)) return;
     // Refused here for every handler, however it reads its body; chunked bodies by readBody.
-    if (declaredTooLarge(req)) await readBody(req);
+    if (declaredTooLarge(req)) throw new PayloadTooLarge(limits.httpMaxBodyBytes);
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
     if (path === '/readyz') {
