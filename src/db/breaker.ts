@@ -7,16 +7,16 @@ import { clientConfig } from './pg-pool.js';
 /**
  * The database's one fail-fast rule (DESIGN §12). A black-holed server answers nothing, so a
  * request would wait out DB_STATEMENT_TIMEOUT_MS (or DB_CONNECT_TIMEOUT_MS) on it. Instead,
- * once something has waited on the database for SUSPECT_AFTER_MS, a probe (a new connection
- * and `select 1`) asks whether it is there at all. When the probe fails within
+ * once something has waited on the database for SUSPECT_AFTER_MS, a probe (`select 1` on a
+ * connection of its own) asks whether it is there at all. When the probe fails within
  * PROBE_TIMEOUT_MS the breaker opens: everything waiting on the database fails then, and
  * everything new at once, as DatabaseUnavailable (SERVICE_UNAVAILABLE on every face), until a
  * probe, repeated every REPROBE_MS, succeeds again. A slow query on a live database is left
  * alone: its probe succeeds, and the statement timeout bounds it as before.
  */
 
-const SUSPECT_AFTER_MS = 1_000;
-const PROBE_TIMEOUT_MS = 1_000;
+const SUSPECT_AFTER_MS = 750;
+const PROBE_TIMEOUT_MS = 1_250;
 const REPROBE_MS = 1_000;
 /** How often waits are looked over while any is pending. */
 const WATCH_EVERY_MS = 250;
@@ -26,25 +26,52 @@ interface Wait {
   fail(err: Error): void;
 }
 
-/** Connects, runs `select 1` and closes, within `timeoutMs`; rejects otherwise. */
-export function probeDatabase(databaseUrl: string, timeoutMs: number): Promise<void> {
-  const client = new pg.Client(
-    clientConfig(databaseUrl, { statementTimeoutMs: timeoutMs, connectTimeoutMs: timeoutMs }),
-  );
-  client.on('error', () => {}); // the probe's own failure is its answer
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('database probe timed out')), timeoutMs);
-  });
-  const run = (async () => {
-    await client.connect();
-    await client.query('select 1');
-  })();
-  run.catch(() => {});
-  return Promise.race([run, gaveUp]).finally(() => {
-    clearTimeout(timer);
-    void client.end().catch(() => {});
-  });
+/**
+ * `select 1` on a connection of its own, kept between probes: on a live but busy machine a
+ * query on an open connection answers in milliseconds where a new connection may take longer
+ * than the probe may. A probe that fails drops the connection; the next one opens another.
+ */
+export class DatabaseProbe {
+  private client: pg.Client | undefined;
+
+  constructor(private readonly databaseUrl: string) {}
+
+  /** Resolves once the database answered within `timeoutMs`; rejects otherwise. */
+  async run(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('database probe timed out')), timeoutMs);
+    });
+    const attempt = (async () => {
+      if (!this.client) {
+        const client = new pg.Client(
+          clientConfig(this.databaseUrl, {
+            statementTimeoutMs: timeoutMs,
+            connectTimeoutMs: timeoutMs,
+          }),
+        );
+        client.on('error', () => {}); // a probe's failure is its answer
+        this.client = client;
+        await client.connect();
+      }
+      await this.client.query('select 1');
+    })();
+    attempt.catch(() => {});
+    try {
+      await Promise.race([attempt, gaveUp]);
+    } catch (err) {
+      this.close();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  close(): void {
+    const client = this.client;
+    this.client = undefined;
+    void client?.end().catch(() => {});
+  }
 }
 
 export class DatabaseBreaker {
@@ -58,7 +85,7 @@ export class DatabaseBreaker {
   private lastAnswer = 0;
 
   constructor(
-    private readonly probe: (timeoutMs: number) => Promise<void>,
+    private readonly probe: DatabaseProbe,
     private readonly log: Logger,
   ) {}
 
@@ -89,6 +116,7 @@ export class DatabaseBreaker {
     clearInterval(this.watch);
     clearTimeout(this.reprobe);
     this.watch = this.reprobe = undefined;
+    this.probe.close();
   }
 
   /** One guard a connection, kept while it lives: kysely keeps per-connection state by it. */
@@ -164,7 +192,7 @@ export class DatabaseBreaker {
     this.probing = true;
     const started = Date.now();
     try {
-      await this.probe(PROBE_TIMEOUT_MS);
+      await this.probe.run(PROBE_TIMEOUT_MS);
       this.lastAnswer = started;
       if (this.outage) this.log.info('database reachable again');
       this.outage = undefined;

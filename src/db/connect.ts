@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Logger } from 'pino';
-import { DatabaseBreaker, probeDatabase } from './breaker.js';
+import { DatabaseBreaker, DatabaseProbe } from './breaker.js';
 import { type Listener, PGliteListener, PgListener } from './listen.js';
 import { guardedPool, type PgTimeouts } from './pg-pool.js';
 import { PGliteDialect } from './pglite-dialect.js';
@@ -43,10 +43,7 @@ function connectPg(databaseUrl: string, options: ConnectOptions): Db {
     log: options.log,
   });
   // Fails fast while the database is unreachable (DESIGN §12); PGlite has no network.
-  const breaker = new DatabaseBreaker(
-    (timeoutMs) => probeDatabase(databaseUrl, timeoutMs),
-    options.log,
-  );
+  const breaker = new DatabaseBreaker(new DatabaseProbe(databaseUrl), options.log);
   const kysely = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: breaker.guard(pool) }),
   });
