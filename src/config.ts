@@ -77,6 +77,8 @@ export interface Limits {
   rateLimitBurst: number;
   /** Origins a browser may call from; `*`: any origin, without credentials. */
   corsOrigins: '*' | readonly string[];
+  /** Names (lower case, port aside) a request's `Host` may carry; `*`: any. */
+  allowedHosts: '*' | readonly string[];
 }
 
 /** Webhook delivery (DESIGN §11). */
@@ -121,7 +123,38 @@ const HOSTNAME =
   /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
 const MIB = 1_048_576;
 
-function limits(env: Env, production: boolean): Limits {
+/** The names a loopback listener answers to by default: DNS rebinding gets none of them. */
+export const LOOPBACK_HOSTS = Object.freeze(['localhost', '127.0.0.1', '[::1]']);
+
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * `ALLOWED_HOSTS`: host names, IPv4 addresses or bracketed IPv6 addresses, comma- or
+ * space-separated, or `*`. Unset: the loopback names when HOST is a loopback address (a
+ * development server, which a DNS-rebinding page must not reach), else any.
+ */
+function allowedHosts(env: Env, host: string): '*' | readonly string[] {
+  const raw = str(env, 'ALLOWED_HOSTS');
+  if (raw === undefined) return isLoopbackHost(host) ? LOOPBACK_HOSTS : '*';
+  if (raw === '*') return '*';
+  const list = raw
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map((name) => name.toLowerCase().replace(/\.$/, ''));
+  for (const name of list) {
+    const v6 = /^\[(.+)\]$/.exec(name)?.[1];
+    if (v6 !== undefined ? isIP(v6) !== 6 : isIP(name) !== 4 && !HOSTNAME.test(name))
+      throw new ConfigError(
+        'ALLOWED_HOSTS',
+        `expected host names such as tasks.example.com, IP addresses ([::1] for IPv6; no port), or *; got ${JSON.stringify(name)}`,
+      );
+  }
+  return Object.freeze(list);
+}
+
+function limits(env: Env, production: boolean, host = '127.0.0.1'): Limits {
   const rateLimitRps = decimal(env, 'RATE_LIMIT_RPS', 0, 1_000_000);
   const httpHeadersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, DAY);
   const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, DAY);
@@ -145,6 +178,7 @@ function limits(env: Env, production: boolean): Limits {
     rateLimitBurst:
       int(env, 'RATE_LIMIT_BURST', 0, 0, 1_000_000) || Math.max(1, Math.ceil(rateLimitRps)),
     corsOrigins: origins(env, production),
+    allowedHosts: allowedHosts(env, host),
   });
 }
 
@@ -254,7 +288,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     metricsToken: token(env, 'METRICS_TOKEN'),
     logLevel,
-    limits: limits(env, production),
+    limits: limits(env, production, host),
   };
   Object.freeze(config.db);
   Object.freeze(config.auth);

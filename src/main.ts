@@ -27,6 +27,7 @@ async function main(): Promise<void> {
       url,
       role: config.role,
       database: config.databaseUrl ? 'postgres' : `pglite:${config.dataDir}`,
+      allowedHosts: config.limits.allowedHosts,
     },
     'taskhandle listening',
   );
@@ -40,6 +41,12 @@ async function main(): Promise<void> {
           : `taskhandle (${config.role}): GraphQL at ${url}/graphql, REST at ${url}/v1/jobs`,
     ];
     if (config.dashboard && config.graphiql) lines.push(`GraphiQL at ${url}/graphql`);
+    const { allowedHosts } = config.limits;
+    lines.push(
+      allowedHosts === '*'
+        ? 'Answers any Host name (ALLOWED_HOSTS=*)'
+        : `Answers the Host names ${allowedHosts.join(', ')} only (ALLOWED_HOSTS)`,
+    );
     if (app.devToken) {
       lines.push('Development token (principal "dev", every scope; GraphiQL already sends it):');
       lines.push(`  Authorization: Bearer ${app.devToken}`);

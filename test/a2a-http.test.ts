@@ -106,8 +106,8 @@ describe('the agent card', () => {
     expect((await cardAt(`localhost:${port}`)).supportedInterfaces[0].url).toBe(
       `http://localhost:${port}/a2a`,
     );
-    // Not a host: the server's own address, never the header echoed.
-    expect((await cardAt('evil"/><x')).supportedInterfaces[0].url).toBe(`${t.url}/a2a`);
+    // Not a host: not one of ALLOWED_HOSTS either, so refused before the card is built.
+    expect(await cardAt('evil"/><x')).toMatchObject({ code: 'MISDIRECTED_REQUEST' });
   });
 
   it("is what the SDK's ClientFactory builds a JSON-RPC client from", async () => {

@@ -146,7 +146,7 @@ describe('A2A push notifications', () => {
         V1,
       ),
     );
-    expect(codeOf(gone)).toBe(-32602);
+    expect(codeOf(gone)).toBe(-32001);
     // The config's deliveries go with it.
     expect((await t.gql(WEBHOOKS, { id: task.id }, aliceToken)).data.task).toMatchObject({
       webhooks: [],

@@ -65,7 +65,7 @@ describe('request logs', () => {
   it('logs a request whose client went away before the answer at error', async () => {
     const socket = connect(Number(new URL(t.url).port), '127.0.0.1');
     await once(socket, 'connect');
-    socket.write('POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n');
+    socket.write('POST /graphql HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n');
     socket.write('Content-Length: 100\r\n\r\n{"kind":');
     await new Promise((r) => setTimeout(r, 50));
     socket.destroy();

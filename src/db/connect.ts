@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Logger } from 'pino';
+import { DatabaseBreaker, DatabaseProbe } from './breaker.js';
 import { type Listener, PGliteListener, PgListener } from './listen.js';
 import { guardedPool, type PgTimeouts } from './pg-pool.js';
 import { PGliteDialect } from './pglite-dialect.js';
@@ -41,7 +42,11 @@ function connectPg(databaseUrl: string, options: ConnectOptions): Db {
     max: options.poolSize ?? 10,
     log: options.log,
   });
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // Fails fast while the database is unreachable (DESIGN §12); PGlite has no network.
+  const breaker = new DatabaseBreaker(new DatabaseProbe(databaseUrl), options.log);
+  const kysely = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: breaker.guard(pool) }),
+  });
   return {
     kysely,
     backend: 'pg',

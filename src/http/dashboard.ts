@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loopbackPeer } from './hosts.js';
 import type { RouteHandler } from './server.js';
 
 export interface DashboardOptions {
@@ -48,9 +49,10 @@ export function createDashboardHandler(options: DashboardOptions = {}): RouteHan
   const meta = options.devToken
     ? `<meta name="taskhandle-dev-token" content="${escapeAttribute(options.devToken)}">`
     : '';
-  const page = Buffer.from(
-    readFileSync(join(WEB, 'index.html'), 'utf8').replace('<!--dev-token-->', meta),
-  );
+  const html = readFileSync(join(WEB, 'index.html'), 'utf8');
+  const page = Buffer.from(html.replace('<!--dev-token-->', meta));
+  // The token is for the person at this machine: another peer gets the sign-in form.
+  const remotePage = Buffer.from(html.replace('<!--dev-token-->', ''));
 
   return async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -65,15 +67,16 @@ export function createDashboardHandler(options: DashboardOptions = {}): RouteHan
       'referrer-policy': 'no-referrer',
     };
     if (!found) {
+      const body = loopbackPeer(req) ? page : remotePage;
       Object.assign(headers, {
         'content-type': TYPES['.html'],
         // The page may carry a token: never stored by a cache.
         'cache-control': 'no-store',
         'content-security-policy':
           "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-        'content-length': String(page.length),
+        'content-length': String(body.length),
       });
-      res.writeHead(200, headers).end(req.method === 'HEAD' ? undefined : page);
+      res.writeHead(200, headers).end(req.method === 'HEAD' ? undefined : body);
       return true;
     }
     Object.assign(headers, { etag: found.etag, 'cache-control': 'no-cache' });

@@ -2,8 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import { coerceError } from '../errors.js';
-import { declaredTooLarge, PayloadTooLarge, readBody, sendTooLarge, setBodyLimit } from './body.js';
+import { declaredTooLarge, PayloadTooLarge, sendTooLarge, setBodyLimit } from './body.js';
 import { applyCors } from './cors.js';
+import { guardUpgrades, hostAllowed, sendMisdirected } from './hosts.js';
 import { sendProblem } from './problem.js';
 
 export interface HttpRoutes {
@@ -19,7 +20,11 @@ export interface HttpRoutes {
   /** The body limit, timeouts and CORS origins of DESIGN §12. */
   limits: Pick<
     Limits,
-    'httpMaxBodyBytes' | 'httpHeadersTimeoutMs' | 'httpRequestTimeoutMs' | 'corsOrigins'
+    | 'httpMaxBodyBytes'
+    | 'httpHeadersTimeoutMs'
+    | 'httpRequestTimeoutMs'
+    | 'corsOrigins'
+    | 'allowedHosts'
   >;
   log: Logger;
   /** Called as each request arrives, before it is routed (request metrics, request logs). */
@@ -47,10 +52,11 @@ export function createHttpServer(routes: HttpRoutes): Server {
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     for (const hook of routes.onRequest ?? []) hook(req, res);
+    if (!hostAllowed(limits.allowedHosts, req.headers.host)) return sendMisdirected(res);
     setBodyLimit(req, limits.httpMaxBodyBytes);
     if (applyCors(req, res, limits.corsOrigins)) return;
     // Refused here for every handler, however it reads its body; chunked bodies by readBody.
-    if (declaredTooLarge(req)) await readBody(req);
+    if (declaredTooLarge(req)) throw new PayloadTooLarge(limits.httpMaxBodyBytes);
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
     if (path === '/readyz') {
@@ -79,5 +85,6 @@ export function createHttpServer(routes: HttpRoutes): Server {
   );
   // Keep-alive sockets outlive a benchmark's burst; close idle ones promptly on stop.
   server.keepAliveTimeout = 5_000;
+  guardUpgrades(server, limits.allowedHosts);
   return server;
 }

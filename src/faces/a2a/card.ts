@@ -9,6 +9,16 @@ export const A2A_PATH = '/a2a';
 /** The one protocol version served; a request without `A2A-Version` counts as 0.3. */
 export const A2A_VERSION = '1.0';
 
+/**
+ * The version a request's `A2A-Version` asks for, as it is matched: major.minor, a patch number
+ * aside (A2A 1.0: `1.0.1` is 1.0). Anything else stays as sent, and is not served.
+ */
+export function requestedVersionOf(header: string | string[] | undefined): string {
+  const raw = (Array.isArray(header) ? header[0] : header)?.trim() || '0.3';
+  const matched = /^(\d+)\.(\d+)(?:\.\d+)?$/.exec(raw);
+  return matched ? `${Number(matched[1])}.${Number(matched[2])}` : raw;
+}
+
 const { version } = JSON.parse(
   readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
 ) as { version: string };

@@ -1,6 +1,7 @@
-import type { Message, SendMessageRequest } from '@a2a-js/sdk';
+import type { Message, Part, SendMessageRequest } from '@a2a-js/sdk';
 import { Role } from '@a2a-js/sdk';
 import {
+  ContentTypeNotSupportedError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotFoundError,
@@ -14,6 +15,20 @@ import type { Caller } from './context.js';
 import { firstData, taskIdOf } from './mapping.js';
 import type { PushConfigs } from './push.js';
 import { webhookRequestOf } from './push-configs.js';
+
+/** The card's input modes; a part without a media type is read as JSON (or text). */
+const ACCEPTED_MEDIA_TYPES = new Set(['', 'application/json']);
+
+/** A part of any other media type is refused before anything is stored (A2A 1.0). */
+function checkMediaTypes(parts: readonly Part[]): void {
+  for (const part of parts) {
+    const type = (part.mediaType ?? '').split(';')[0]!.trim().toLowerCase();
+    if (!ACCEPTED_MEDIA_TYPES.has(type))
+      throw new ContentTypeNotSupportedError(
+        'A message part has a media type the agent does not accept: see defaultInputModes on the card (application/json).',
+      );
+  }
+}
 
 /**
  * What a SendMessage does (DESIGN §10): a message without `taskId` starts a task of the skill
@@ -31,6 +46,7 @@ export class Messages {
     if (!message) throw new RequestMalformedError('params.message is required.');
     if (message.role !== Role.ROLE_USER)
       throw new RequestMalformedError('message.role must be ROLE_USER.');
+    checkMediaTypes(message.parts);
     if (params.configuration?.taskPushNotificationConfig && !this.push.supported)
       throw new PushNotificationNotSupportedError();
     const push = params.configuration?.taskPushNotificationConfig;

@@ -1,5 +1,5 @@
 import { StreamResponse, type TaskPushNotificationConfig } from '@a2a-js/sdk';
-import { ServiceError } from '../../errors.js';
+import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { TaskService } from '../../tasks/service.js';
 import { isTerminal } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
@@ -37,8 +37,9 @@ function configOf(webhook: Webhook): TaskPushNotificationConfig {
   };
 }
 
+/** A2A 1.0 has no error of its own for a missing config: the spec's is TaskNotFoundError. */
 const noSuchConfig = () =>
-  new ServiceError('BAD_USER_INPUT', 'The task has no push notification config with this id.');
+  new TaskNotFoundError('The task has no push notification config with this id.');
 
 /** The four config methods over the task service's webhooks; the card says `pushNotifications: true`. */
 export function a2aPushConfigs(tasks: TaskService): PushConfigs {
@@ -63,8 +64,8 @@ export function a2aPushConfigs(tasks: TaskService): PushConfigs {
       return { configs: webhooks.map(configOf), nextPageToken: '' };
     },
     async delete(actor, request) {
-      if (!(await tasks.webhooks.delete(actor, taskIdOf(request.taskId), request.id)))
-        throw noSuchConfig();
+      // Idempotent: a config already gone is deleted. The task must still be the caller's.
+      await tasks.webhooks.delete(actor, taskIdOf(request.taskId), request.id);
     },
   };
 }

@@ -15,7 +15,7 @@ import {
 import type { RouteHandler } from '../../http/server.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { TaskService } from '../../tasks/service.js';
-import { A2A_PATH, AGENT_CARD_PATH, baseUrlOf } from './card.js';
+import { A2A_PATH, AGENT_CARD_PATH, baseUrlOf, requestedVersionOf } from './card.js';
 import { Caller, callContext } from './context.js';
 import { limitOf } from './errors.js';
 import { TaskRequestHandler } from './handler.js';
@@ -104,8 +104,7 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
       tasks.authorize(toActor(principal), operation, taskId, method);
     }
     // Without the header a request is A2A 0.3 (the SDK's reading too), which is not served.
-    const version = req.headers['a2a-version'];
-    const requestedVersion = (Array.isArray(version) ? version[0] : version) || '0.3';
+    const requestedVersion = requestedVersionOf(req.headers['a2a-version']);
     try {
       validateVersion(requestedVersion, await handler.getAgentCard(), 'JSONRPC');
     } catch (err) {
@@ -119,7 +118,8 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
     if (!(Symbol.asyncIterator in reply)) {
       const limit = limitOf(reply.error);
       if (limit) return sendRefusal(res, limit);
-      return sendJson(res, 200, checkedReply(reply, log));
+      const params = request.params as { includeArtifacts?: unknown } | undefined;
+      return sendJson(res, 200, checkedReply(reply, log, params?.includeArtifacts === true));
     }
     const stream = reply[Symbol.asyncIterator]();
     let first: IteratorResult<JsonRpcReply, void>;
@@ -142,7 +142,8 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
       else sendJson(res, 200, handler.card(baseUrlOf(req)));
       return true;
     }
-    if (path !== A2A_PATH) return false;
+    // A2A clients (the conformance kit's among them) may join the card's URL and `/`.
+    if (path !== A2A_PATH && path !== `${A2A_PATH}/`) return false;
     try {
       await serve(req, res);
     } catch (err) {

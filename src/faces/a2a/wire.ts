@@ -42,27 +42,39 @@ export const MASKED = 'Internal error.';
  * only come from the SDK decoding params that do not fit the method (a value whose string
  * conversion throws, say): that is the request's fault, so it is -32602, never the raw text.
  */
-export function checkedReply(reply: JsonRpcReply, log: Logger): JsonRpcReply {
+export function checkedReply(
+  reply: JsonRpcReply,
+  log: Logger,
+  listsArtifacts = false,
+): JsonRpcReply {
   const error = reply.error as { code?: unknown; message?: unknown } | undefined;
-  if (error?.code !== -32603 || error.message === MASKED) return withArrays(reply);
+  if (error?.code !== -32603 || error.message === MASKED) return withArrays(reply, listsArtifacts);
   log.warn({ rpcError: error }, 'A2A params the SDK could not decode');
   const message = 'The params do not fit the method.';
   return { jsonrpc: '2.0', id: reply.id, error: { code: -32602, message } };
 }
 
-/** Proto JSON leaves out empty lists; a task always says `artifacts` and `history`. */
-function taskWithArrays(task: unknown): unknown {
+/**
+ * Proto JSON leaves out empty lists; a task always says `artifacts` and `history`, but for a
+ * ListTasks without `includeArtifacts`, where `artifacts` is absent (A2A 1.0), not empty.
+ */
+function taskWithArrays(task: unknown, withArtifacts = true): unknown {
   if (task === null || typeof task !== 'object') return task;
-  const { artifacts = [], history = [] } = task as { artifacts?: unknown; history?: unknown };
-  return { ...task, artifacts, history };
+  const { artifacts = [], history = [], ...rest } = task as Record<string, unknown>;
+  return withArtifacts ? { ...rest, artifacts, history } : { ...rest, history };
 }
 
-/** A reply whose result is, or holds, tasks, with their empty lists written out. */
-export function withArrays(reply: JsonRpcReply): JsonRpcReply {
+/**
+ * A reply whose result is, or holds, tasks, with their empty lists written out; a list of
+ * tasks (ListTasks) says `artifacts` only when `listsArtifacts` (its `includeArtifacts`).
+ */
+export function withArrays(reply: JsonRpcReply, listsArtifacts = true): JsonRpcReply {
   const result = reply.result as Record<string, unknown> | null | undefined;
   if (!result || typeof result !== 'object') return reply;
-  if (Array.isArray(result.tasks))
-    return { ...reply, result: { ...result, tasks: result.tasks.map(taskWithArrays) } };
+  if (Array.isArray(result.tasks)) {
+    const tasks = result.tasks.map((task) => taskWithArrays(task, listsArtifacts));
+    return { ...reply, result: { ...result, tasks } };
+  }
   if ('task' in result)
     return { ...reply, result: { ...result, task: taskWithArrays(result.task) } };
   if ('status' in result && 'id' in result) return { ...reply, result: taskWithArrays(result) };

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
+import { loopbackPeer } from '../../http/hosts.js';
 import { sendProblem } from '../../http/problem.js';
 import { sendMethodNotAllowed } from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
@@ -192,6 +193,7 @@ async function sendAsset(req: IncomingMessage, res: ServerResponse, asset: Asset
 export function createGraphiQLHandler(options: GraphiQLOptions = {}): RouteHandler {
   let bundle: Promise<Bundle> | undefined;
   let page: Buffer | undefined;
+  let remotePage: Buffer | undefined;
   return async (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     const isPage = PAGE_PATHS.has(path);
@@ -213,16 +215,19 @@ export function createGraphiQLHandler(options: GraphiQLOptions = {}): RouteHandl
       await sendAsset(req, res, asset);
       return true;
     }
+    // The token is for the person at this machine: another peer's page carries none.
     page ??= loaded.page(options.devToken);
+    remotePage ??= loaded.page(undefined);
+    const body = loopbackPeer(req) ? page : remotePage;
     res
       .writeHead(200, {
         'content-type': 'text/html; charset=utf-8',
-        'content-length': String(page.length),
+        'content-length': String(body.length),
         'cache-control': 'no-store',
         'x-content-type-options': 'nosniff',
         'referrer-policy': 'no-referrer',
       })
-      .end(req.method === 'HEAD' ? undefined : page);
+      .end(req.method === 'HEAD' ? undefined : body);
     return true;
   };
 }

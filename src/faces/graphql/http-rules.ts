@@ -1,5 +1,6 @@
 import { type ExecutionResult, GraphQLError } from 'graphql';
 import { createGraphQLError, type GraphQLParams, type Plugin } from 'graphql-yoga';
+import { withoutSuggestion } from './no-suggestions.js';
 
 /**
  * GraphQL over HTTP as DESIGN §12 has it. POST takes `application/json` only: a form,
@@ -51,8 +52,6 @@ export function useHttpRules(): Plugin {
   };
 }
 
-const SUGGESTION = /\s*Did you mean [^?]*\?/g;
-
 /**
  * Every error gets `extensions.code`: a request refused before execution (variables that do
  * not coerce) is BAD_USER_INPUT, anything else without one INTERNAL_SERVER_ERROR. In
@@ -64,7 +63,7 @@ export function useCodedErrors(production: boolean): Plugin {
     let changed = false;
     const fallback = 'data' in result ? 'INTERNAL_SERVER_ERROR' : 'BAD_USER_INPUT';
     const errors = result.errors.map((error) => {
-      const message = production ? error.message.replace(SUGGESTION, '') : error.message;
+      const message = production ? withoutSuggestion(error.message) : error.message;
       if (error.extensions?.code && message === error.message) return error;
       changed = true;
       return new GraphQLError(message, {

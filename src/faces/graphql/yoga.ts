@@ -12,6 +12,7 @@ import { maskError, yogaLogger } from './errors.js';
 import { useCodedErrors, useHttpRules } from './http-rules.js';
 import { boundedParseCaches, type GraphQLLimits, limitPlugins } from './limits.js';
 import { type GraphQLObserver, useOperationMetrics } from './metrics-plugin.js';
+import { useNoSuggestions } from './no-suggestions.js';
 import { useSharedEventResults } from './shared-events.js';
 
 /** What the WebSocket face hands to yoga: the principal it authenticated at connection_init. */
@@ -71,6 +72,7 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
       useHttpRules(),
       ...limitPlugins(limits, options.production),
       useCodedErrors(options.production),
+      ...(options.production ? [useNoSuggestions()] : []),
       useSharedEventResults(),
       ...(options.observer ? [useOperationMetrics(options.observer)] : []),
       ...(options.plugins ?? []),
