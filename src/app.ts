@@ -101,6 +101,8 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   const db = await connect({
     databaseUrl: config.databaseUrl,
+    listenUrl: config.databaseListenUrl,
+    preparedStatements: config.db.preparedStatements,
     dataDir: config.dataDir,
     timeouts: config.db,
     log,

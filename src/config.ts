@@ -15,6 +15,11 @@ export interface Config {
   host: string;
   /** `postgres://…` for a Postgres server; undefined → PGlite in `dataDir`. */
   databaseUrl: string | undefined;
+  /**
+   * The one LISTEN connection's server, when `databaseUrl` goes through a transaction-mode
+   * pooler (where LISTEN does not survive the transaction); undefined → `databaseUrl`.
+   */
+  databaseListenUrl: string | undefined;
   /** PGlite's data directory and the development secret's home; `memory://` keeps nothing. */
   dataDir: string;
   role: Role;
@@ -51,6 +56,11 @@ export interface Config {
   db: {
     statementTimeoutMs: number;
     connectTimeoutMs: number;
+    /**
+     * Hot statements are prepared once per connection and run by name; off behind a pooler
+     * that hands each transaction another server connection. @default true
+     */
+    preparedStatements: boolean;
   };
   /** When set, `GET /metrics` needs `Authorization: Bearer <it>`. */
   metricsToken: string | undefined;
@@ -245,10 +255,19 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
 
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const databaseListenUrl = url(env, 'DATABASE_LISTEN_URL', ['postgres:', 'postgresql:']);
+  if (databaseListenUrl !== undefined && databaseUrl === undefined)
+    throw new ConfigError(
+      'DATABASE_LISTEN_URL',
+      'needs DATABASE_URL: the embedded database listens in process',
+    );
+
   const config: Config = {
     port: int(env, 'PORT', 4000, 0, 65_535),
     host,
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
+    databaseListenUrl,
     dataDir: str(env, 'DATA_DIR') ?? './.data',
     role,
     production,
@@ -285,6 +304,7 @@ export function loadConfig(env: Env = process.env): Config {
     db: {
       statementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 10, DAY),
       connectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 3_000, 10, 600_000),
+      preparedStatements: bool(env, 'DB_PREPARED_STATEMENTS') ?? true,
     },
     metricsToken: token(env, 'METRICS_TOKEN'),
     logLevel,

@@ -11,7 +11,7 @@ function cleanEnv(): Record<string, string> {
   for (const [name, value] of Object.entries(process.env)) {
     if (
       value === undefined ||
-      /^(AUTH_|TASK_|RUNNER_|GRAPHIQL|ROLE|DATABASE_URL|DATA_DIR|LOG_LEVEL|NODE_ENV|PORT|HOST)/.test(
+      /^(AUTH_|TASK_|RUNNER_|GRAPHIQL|ROLE|DATABASE_|DB_|DATA_DIR|LOG_LEVEL|NODE_ENV|PORT|HOST)/.test(
         name,
       )
     )

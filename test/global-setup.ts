@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import { directUrl } from './helpers/database-env.js';
 import { recreateMigratedDatabase } from './helpers/migrated-database.js';
 
 /**
@@ -7,8 +8,8 @@ import { recreateMigratedDatabase } from './helpers/migrated-database.js';
  * clones it into a database of its own (test/helpers/db.ts). Without it, tests use PGlite.
  */
 export default async function setup(project: TestProject) {
-  const url = process.env.DATABASE_URL;
-  if (!url) return;
+  const url = directUrl();
+  if (!process.env.DATABASE_URL || !url) return;
   const template = `taskhandle_tpl_${process.pid}`;
   await recreateMigratedDatabase(url, template);
   const admin = new pg.Client({ connectionString: url });

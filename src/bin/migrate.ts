@@ -8,6 +8,7 @@ const config = loadConfig();
 const log = createLogger(config.logLevel);
 const db = await connect({
   databaseUrl: config.databaseUrl,
+  preparedStatements: config.db.preparedStatements,
   dataDir: config.dataDir,
   timeouts: config.db,
   log,

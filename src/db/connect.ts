@@ -21,6 +21,10 @@ export interface Db {
 
 export interface ConnectOptions {
   databaseUrl: string | undefined;
+  /** pg only: the LISTEN connection's server, when databaseUrl is a pooler. @default databaseUrl */
+  listenUrl?: string | undefined;
+  /** pg only: run marked statements by name (src/db/pg-pool.ts). @default true */
+  preparedStatements?: boolean;
   /** PGlite's directory when there is no databaseUrl; `memory://` for a throwaway database. */
   dataDir: string;
   /** Pool size for pg. @default 10 */
@@ -40,6 +44,7 @@ function connectPg(databaseUrl: string, options: ConnectOptions): Db {
   const { pool } = guardedPool(databaseUrl, {
     ...options.timeouts,
     max: options.poolSize ?? 10,
+    preparedStatements: options.preparedStatements ?? true,
     log: options.log,
   });
   // Fails fast while the database is unreachable (DESIGN §12); PGlite has no network.
@@ -47,10 +52,13 @@ function connectPg(databaseUrl: string, options: ConnectOptions): Db {
   const kysely = new Kysely<Database>({
     dialect: new PostgresDialect({ pool: breaker.guard(pool) }),
   });
+  // LISTEN holds its session open between transactions, which a transaction-mode pooler
+  // does not keep: it may take a direct connection of its own.
+  const listenUrl = options.listenUrl ?? databaseUrl;
   return {
     kysely,
     backend: 'pg',
-    listener: (log) => new PgListener(databaseUrl, log, { timeouts: options.timeouts }),
+    listener: (log) => new PgListener(listenUrl, log, { timeouts: options.timeouts }),
     close: () => kysely.destroy(),
   };
 }

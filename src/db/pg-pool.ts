@@ -37,7 +37,9 @@ const names = new Map<string, string>();
 /**
  * The statement name for a text that starts with {@link PREPARED}: hot statements of a fixed
  * shape skip parsing and, once Postgres settles on a generic plan, planning. Only marked texts
- * are prepared, so the set each connection keeps is small and fixed.
+ * are prepared, so the set each connection keeps is small and fixed. Behind a transaction-mode
+ * pooler (DB_PREPARED_STATEMENTS=false) nothing is named: the next transaction may run on a
+ * server connection that never saw the statement, so every one is sent unnamed and whole.
  */
 function preparedName(text: string): string | undefined {
   if (!text.startsWith(PREPARED)) return undefined;
@@ -62,9 +64,9 @@ function preparedName(text: string): string | undefined {
  */
 export function guardedPool(
   databaseUrl: string,
-  options: PgTimeouts & { max: number; log: Logger },
+  options: PgTimeouts & { max: number; preparedStatements: boolean; log: Logger },
 ): { pool: PostgresPool; raw: pg.Pool } {
-  const { log } = options;
+  const { log, preparedStatements } = options;
   const classify = faultClassifier(log);
   const raw = new pg.Pool({ ...clientConfig(databaseUrl, options), max: options.max });
   // pg-pool's own listener covers idle clients only; it is removed while one is checked out.
@@ -81,7 +83,7 @@ export function guardedPool(
     guarded = {
       query: (async (sql: string, parameters: readonly unknown[]) => {
         try {
-          const name = preparedName(sql);
+          const name = preparedStatements ? preparedName(sql) : undefined;
           const values = parameters as unknown[];
           return await (name
             ? client.query({ name, text: sql, values })

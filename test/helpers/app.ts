@@ -6,6 +6,7 @@ import { mintToken } from '../../src/auth/mint.js';
 import { ALL_SCOPES } from '../../src/auth/principal.js';
 import { loadConfig } from '../../src/config.js';
 import type { TaskKind } from '../../src/tasks/kinds.js';
+import { databaseEnv } from './database-env.js';
 import { freshDatabase, type TestDatabase } from './db.js';
 import { SECRET } from './secret.js';
 
@@ -62,7 +63,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     DATA_DIR: 'memory://',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     TASK_SHUTDOWN_GRACE_MS: '100',
-    ...(database.url ? { DATABASE_URL: database.url } : {}),
+    ...(database.url ? databaseEnv(database.url) : {}),
     ...options.env,
   });
   const app = await createApp({

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { directUrl } from './database-env.js';
 
 /** Which backend this run tests: Postgres at DATABASE_URL, or embedded PGlite. */
 export const backend: 'pg' | 'pglite' = process.env.DATABASE_URL ? 'pg' : 'pglite';
@@ -13,8 +14,9 @@ export interface TestDatabase {
 
 /** A throwaway, migrated database, cloned from the run's template. */
 export async function freshDatabase(): Promise<TestDatabase> {
-  const base = process.env.DATABASE_URL;
-  if (!base) return { url: undefined, drop: async () => {} };
+  const pooled = process.env.DATABASE_URL;
+  const base = directUrl();
+  if (!pooled || !base) return { url: undefined, drop: async () => {} };
   const name = `taskhandle_t_${inject('pgRun')}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
@@ -23,7 +25,7 @@ export async function freshDatabase(): Promise<TestDatabase> {
   } finally {
     await admin.end();
   }
-  const url = new URL(base);
+  const url = new URL(pooled);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { databaseEnv } from './database-env.js';
 import { SECRET } from './secret.js';
 
 /** Where `src/main.ts` runs from, as `npm start` runs it. */
@@ -101,7 +102,7 @@ export function spawnServer({
 }: ServerOptions): Promise<ServerProcess> {
   const node = spawnNode('src/main.ts', {
     ...process.env,
-    DATABASE_URL: databaseUrl,
+    ...databaseEnv(databaseUrl),
     PORT: '0',
     HOST: '127.0.0.1',
     AUTH_JWT_SECRET: SECRET,
