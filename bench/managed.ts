@@ -20,7 +20,7 @@ import { claimWork } from '../src/tasks/sql/leases.js';
  *   each completed), with nothing else stored, against the same with 100 000 tasks delayed a
  *   day and 10 000 held by a key at its limit (2 leased tasks of that key running);
  * - accept: sequential inserts with the 0004 columns and insert, against the schema and
- *   insert statement of migration 0003.
+ *   insert statement of migration 0003, each on a database of its own.
  */
 
 const BASE = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -144,6 +144,7 @@ async function acceptNew(db: Kysely<Database>, n: number): Promise<number> {
 const empty = await database('bench_managed_empty');
 const full = await database('bench_managed_full');
 const before = await database('bench_managed_0003', '0003_delivery_claims.sql');
+const after = await database('bench_managed_0004');
 await backdrop(full);
 
 const lat = { empty: [] as number[], full: [] as number[] };
@@ -154,7 +155,7 @@ for (let round = 0; round < ROUNDS; round++) {
   lat.full.push(...(await claimLatency(full, 200)));
   rate.full.push(await drain(full, 2_000));
   rate.empty.push(await drain(empty, 2_000));
-  acc.now.push(await acceptNew(empty, 1_000));
+  acc.now.push(await acceptNew(after, 1_000));
   acc.old.push(await acceptOld(before, 1_000));
 }
 const f = (x: number, d = 2) => x.toFixed(d);
@@ -174,4 +175,4 @@ console.log(
 console.log(
   `| accept, inserts/s (median of ${ROUNDS}) | ${f(median(acc.old), 0)} | ${f(median(acc.now), 0)} | ${f(median(acc.now) / median(acc.old))} |`,
 );
-await Promise.all([empty.destroy(), full.destroy(), before.destroy()]);
+await Promise.all([empty, full, before, after].map((db) => db.destroy()));

@@ -39,7 +39,10 @@ function maxOverlap(spans: Span[]): number {
   edges.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
   let open = 0;
   let most = 0;
-  for (const [, delta] of edges) most = Math.max(most, (open += delta!));
+  for (const [, delta] of edges) {
+    open += delta!;
+    most = Math.max(most, open);
+  }
   return most;
 }
 
