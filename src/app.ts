@@ -51,6 +51,11 @@ export interface AppOptions {
    * it sees every request; one of envelop's hooks alone (onExecute…) keeps it.
    */
   graphqlPlugins?: readonly YogaPlugin<any, any, any>[];
+  /**
+   * PGlite in memory (`DATA_DIR=memory://`) only: start from this data directory, as PGlite's
+   * `dumpDataDir` wrote it (say, already migrated), instead of an empty cluster.
+   */
+  pgliteDataDir?: Blob;
 }
 
 export interface App {
@@ -101,6 +106,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const db = await connect({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
+    pgliteDataDir: options.pgliteDataDir,
     timeouts: config.db,
     log,
   });
