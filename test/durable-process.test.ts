@@ -2,10 +2,11 @@ import { readdirSync } from 'node:fs';
 import { createClient } from 'graphql-ws';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import WebSocket from 'ws';
 import { mintToken } from '../src/auth/mint.js';
 import type { Database } from '../src/db/types.js';
+import { READY_CHANNEL } from '../src/tasks/sql/common.js';
 import { claimTasks } from '../src/tasks/sql/leases.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
@@ -373,13 +374,23 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
   });
 
   it('serves /healthz and /readyz on every role; api runs no tasks, worker serves no GraphQL or REST', async () => {
+    // The news a runner wakes on to claim: once it is out, a runner in the API process would
+    // be claiming, while the processes that may run the task have yet to start.
+    const ready = new pg.Client({ connectionString: database!.url });
+    onTestFinished(() => ready.end());
+    await ready.connect();
+    await ready.query(`listen ${READY_CHANNEL}`);
+    const woken = new Promise<void>((resolve) =>
+      ready.on('notification', (n) => n.payload === 'sleep' && resolve()),
+    );
     const id = await startTask('sleep', { ms: 0 });
-    // Three times the backstop poll a runner would make with this lease (every 500 ms).
-    await new Promise((r) => setTimeout(r, 1_500));
+    await woken;
     expect(await row(id)).toMatchObject({ status: 'working', attempt: 0, worker_id: null });
 
     const [worker, all] = await Promise.all([startServer('worker'), startServer('all')]);
     await eventually(async () => ((await row(id)).status === 'completed' ? true : undefined));
+    // Its one claim was theirs: the API process, first to hear of the task, never took it.
+    expect(claimant([worker, all], id, 1)).toBeDefined();
 
     for (const server of [api, worker, all]) {
       for (const path of ['/healthz', '/readyz']) {
