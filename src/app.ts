@@ -52,6 +52,11 @@ export interface AppOptions {
    * it sees every request; one of envelop's hooks alone (onExecute…) keeps it.
    */
   graphqlPlugins?: readonly YogaPlugin<any, any, any>[];
+  /**
+   * PGlite in memory (`DATA_DIR=memory://`) only: start from this data directory, as PGlite's
+   * `dumpDataDir` wrote it (say, already migrated), instead of an empty cluster.
+   */
+  pgliteDataDir?: Blob;
 }
 
 export interface App {
@@ -104,6 +109,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     listenUrl: config.databaseListenUrl,
     preparedStatements: config.db.preparedStatements,
     dataDir: config.dataDir,
+    pgliteDataDir: options.pgliteDataDir,
     timeouts: config.db,
     log,
   });

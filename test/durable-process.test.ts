@@ -1,123 +1,34 @@
-import { readdirSync } from 'node:fs';
 import { createClient } from 'graphql-ws';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { mintToken } from '../src/auth/mint.js';
-import type { Database } from '../src/db/types.js';
-import { claimTasks } from '../src/tasks/sql/leases.js';
-import { eventually, SECRET } from './helpers/app.js';
-import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
-import { CANCEL_TASK as CANCEL } from './helpers/operations.js';
-import { gqlAt, type ServerProcess, spawnServer } from './helpers/process.js';
+import { eventually } from './helpers/app.js';
+import { backend } from './helpers/db.js';
+import {
+  ANSWER,
+  alice,
+  api,
+  claimant,
+  GET,
+  kept,
+  kill,
+  row,
+  SHORT_LEASE_MS,
+  short,
+  startServer,
+  startTask,
+  useProcessSuite,
+} from './helpers/durable-process.js';
+import { gqlAt, type ServerProcess } from './helpers/process.js';
 
 /**
- * Durable execution across real, separate server processes started as users start them
- * (`node --import tsx src/main.ts`), sharing one Postgres database. PGlite is in-process and
- * cannot be shared between processes, so this file runs on Postgres only.
+ * Durable execution across real, separate server processes started as users start them,
+ * sharing one Postgres database: workers lost with SIGKILL, and workers paused or draining
+ * past a short lease. PGlite is in-process and cannot be shared between processes, so this
+ * file runs on Postgres only.
  */
 
-const SHORT_LEASE_MS = 1_500;
-
-/** Every process this file started. */
-const servers: ServerProcess[] = [];
-let database: TestDatabase | undefined;
-let client: pg.Client | undefined;
-let api: ServerProcess;
-let alice: string;
-/** Servers that outlive one test (the API process, a describe block's workers). */
-const kept = new Set<ServerProcess>();
-
-async function kill(...which: ServerProcess[]): Promise<void> {
-  await Promise.all(which.map((s) => s.stop('SIGKILL')));
-}
-
-/** Spawns `src/main.ts` in `role` (debug logs: claims and aborts) and resolves once it listens. */
-async function startServer(
-  role: 'api' | 'worker' | 'all',
-  env: Record<string, string> = {},
-): Promise<ServerProcess> {
-  const server = await spawnServer({
-    role,
-    databaseUrl: database!.url!,
-    env: { LOG_LEVEL: 'debug', ...env },
-  });
-  servers.push(server);
-  return server;
-}
-
-const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id status version } }`;
-const ANSWER = `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskInput(id: $id, key: $key, value: $value) { id status version } }`;
-const GET = `query($id: ID!) { task(id: $id) { id status version result error { code } inputRequest { key } } }`;
-
-async function startTask(kind: string, input: unknown): Promise<string> {
-  const response = await gqlAt(api.url, START, { input: { kind, input } }, alice);
-  expect(response.errors).toBeUndefined();
-  return response.data.startTask.id;
-}
-
-interface Row {
-  id: string;
-  status: string;
-  worker_id: string | null;
-  lease_expires_at: Date | null;
-  attempt: number;
-  progress: number | null;
-  result: any;
-  error: any;
-}
-
-async function row(id: string): Promise<Row> {
-  const result = await client!.query<Row>(
-    'select id, status, worker_id, lease_expires_at, attempt, progress, result, error from tasks where id = $1',
-    [id],
-  );
-  return result.rows[0]!;
-}
-
-/** The server whose log says it claimed `taskId` on `attempt`. */
-function claimant(
-  candidates: ServerProcess[],
-  taskId: string,
-  attempt: number,
-): ServerProcess | undefined {
-  return candidates.find((s) =>
-    s.logs().some((l) => l.msg === 'task claimed' && l.taskId === taskId && l.attempt === attempt),
-  );
-}
-
-/** OS threads of a process: a worker thread (the primes sieve) adds at least one. */
-const threads = (pid: number) => readdirSync(`/proc/${pid}/task`).length;
-
 describe.skipIf(backend === 'pglite')('durable execution across processes', () => {
-  const short = { TASK_LEASE_MS: String(SHORT_LEASE_MS) };
-
-  // One database and one API process for the file; each test starts the workers it needs.
-  beforeAll(async () => {
-    database = await freshDatabase();
-    client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    api = await startServer('api', short);
-    kept.add(api);
-    alice = await mintToken(SECRET, {
-      sub: 'alice',
-      scopes: ['tasks:read', 'tasks:write'],
-      ttl: '1h',
-    });
-  });
-  afterAll(async () => {
-    await kill(...servers);
-    await client?.end();
-    await database?.drop();
-  });
-  // Nothing a test leaves running or active may reach the next test.
-  afterEach(async () => {
-    await kill(...servers.filter((s) => !kept.has(s)));
-    await client!.query(
-      `update tasks set status = 'cancelled', version = version + 1 where status in ('working', 'input_required')`,
-    );
-  });
+  useProcessSuite();
 
   describe('workers lost with SIGKILL', () => {
     let w1: ServerProcess;
@@ -277,133 +188,5 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
       expect(await row(id)).toMatchObject({ status: 'completed', attempt: 1, worker_id: null });
       expect(claimant([other], id, 2)).toBeUndefined();
     });
-  });
-
-  it('drains on SIGTERM: finishes what it can within the grace period, releases the rest uncounted, exits 0', async () => {
-    // A long lease: whatever is claimable right after the exit was released, not lapsed.
-    const w1 = await startServer('worker', {
-      TASK_LEASE_MS: '30000',
-      TASK_SHUTDOWN_GRACE_MS: '2000',
-    });
-    const long = await startTask('sleep', { ms: 3_600_000 });
-    const waiting = await startTask('approval', { question: 'Deploy?' });
-    await eventually(async () =>
-      (await row(long)).worker_id && (await row(waiting)).status === 'input_required'
-        ? true
-        : undefined,
-    );
-    const quick = await startTask('sleep', { ms: 800 });
-    await eventually(async () => ((await row(quick)).worker_id ? true : undefined));
-
-    w1.child.kill('SIGTERM');
-    expect(await w1.exited).toEqual({ code: 0, signal: null });
-
-    expect(await row(quick)).toMatchObject({ status: 'completed', worker_id: null });
-    // Given back without counting the attempt; the waiting task stays waiting, unleased.
-    expect(await row(long)).toMatchObject({
-      status: 'working',
-      worker_id: null,
-      lease_expires_at: null,
-      attempt: 0,
-    });
-    expect(await row(waiting)).toMatchObject({
-      status: 'input_required',
-      worker_id: null,
-      lease_expires_at: null,
-      attempt: 0,
-    });
-    const leased = await client!.query(
-      `select count(*)::int as n from tasks where worker_id is not null and status in ('working', 'input_required')`,
-    );
-    expect(leased.rows[0].n).toBe(0);
-    expect(w1.logs().find((l) => l.msg === 'runner stopped')).toMatchObject({
-      aborted: 2,
-      released: 2,
-    });
-
-    // Any worker can take the released task at once (a 30 s lease would still be live had it
-    // lapsed rather than been released): claim it the way a worker does.
-    const db = new Kysely<Database>({
-      dialect: new PostgresDialect({
-        pool: new pg.Pool({ connectionString: database!.url, max: 1 }),
-      }),
-    });
-    try {
-      const claimed = await claimTasks(db, 'probe', ['sleep'], 10, 30_000);
-      expect(claimed.map((r) => [r.id, r.attempt])).toEqual([[long, 1]]);
-    } finally {
-      await db.destroy();
-    }
-  });
-
-  it('aborts a handler in a worker process when an API process cancels it, and the freed slot runs the next task', async () => {
-    const worker = await startServer('worker', { RUNNER_CONCURRENCY: '1' });
-
-    // An hour-long sleep holds the only slot; the primes task queues behind it.
-    const hour = await startTask('sleep', { ms: 3_600_000 });
-    await eventually(async () => ((await row(hour)).worker_id ? true : undefined));
-    const idleThreads = threads(worker.child.pid!);
-    const sieve = await startTask('primes', { limit: 1_000_000_000 });
-    expect((await row(sieve)).attempt).toBe(0);
-
-    const cancelledAt = Date.now();
-    expect((await gqlAt(api.url, CANCEL, { id: hour }, alice)).data.cancelTask.status).toBe(
-      'CANCELLED',
-    );
-    await eventually(async () => ((await row(sieve)).worker_id ? true : undefined));
-    console.log(
-      `[durable] cancel answered by the API process → the worker's freed slot claimed the next task in ${Date.now() - cancelledAt} ms`,
-    );
-
-    // The sieve runs in a worker thread; a cancel from the API process stops that thread.
-    await eventually(async () => ((await row(sieve)).progress ?? 0) > 0 || undefined);
-    expect(threads(worker.child.pid!)).toBeGreaterThan(idleThreads);
-    const next = await startTask('sleep', { ms: 0 });
-    expect((await gqlAt(api.url, CANCEL, { id: sieve }, alice)).data.cancelTask.status).toBe(
-      'CANCELLED',
-    );
-    await eventually(
-      async () => ((await row(next)).status === 'completed' ? true : undefined),
-      15_000,
-    );
-    await eventually(async () => (threads(worker.child.pid!) <= idleThreads ? true : undefined));
-
-    for (const id of [hour, sieve])
-      expect(await row(id)).toMatchObject({ status: 'cancelled', result: null });
-  });
-
-  it('serves /healthz and /readyz on every role; api runs no tasks, worker serves no GraphQL or REST', async () => {
-    const id = await startTask('sleep', { ms: 0 });
-    // Three times the backstop poll a runner would make with this lease (every 500 ms).
-    await new Promise((r) => setTimeout(r, 1_500));
-    expect(await row(id)).toMatchObject({ status: 'working', attempt: 0, worker_id: null });
-
-    const [worker, all] = await Promise.all([startServer('worker'), startServer('all')]);
-    await eventually(async () => ((await row(id)).status === 'completed' ? true : undefined));
-
-    for (const server of [api, worker, all]) {
-      for (const path of ['/healthz', '/readyz']) {
-        const response = await fetch(`${server.url}${path}`);
-        expect(response.status, `${server.role} ${path}`).toBe(200);
-      }
-    }
-    for (const server of [api, all]) {
-      expect((await gqlAt(server.url, GET, { id }, alice)).data.task.status).toBe('COMPLETED');
-      const rest = await fetch(`${server.url}/v1/jobs/${id}`, {
-        headers: { authorization: `Bearer ${alice}` },
-      });
-      expect(rest.status).toBe(200);
-    }
-    const graphql = await fetch(`${worker.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${alice}` },
-      body: JSON.stringify({ query: '{ __typename }' }),
-    });
-    expect(graphql.status).toBe(404);
-    const rest = await fetch(`${worker.url}/v1/jobs/${id}`, {
-      headers: { authorization: `Bearer ${alice}` },
-    });
-    expect(rest.status).toBe(404);
-    expect(api.logs().some((l) => l.msg === 'task claimed')).toBe(false);
   });
 });

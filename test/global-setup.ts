@@ -1,15 +1,25 @@
+import { rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { directUrl } from './helpers/database-env.js';
-import { recreateMigratedDatabase } from './helpers/migrated-database.js';
+import { migratedPGliteImage, recreateMigratedDatabase } from './helpers/migrated-database.js';
 
 /**
- * With DATABASE_URL set, builds one migrated template database for this run; each test file
- * clones it into a database of its own (test/helpers/db.ts). Without it, tests use PGlite.
+ * Builds one migrated template for this run, which every test database is cloned from
+ * (test/helpers/db.ts): with DATABASE_URL set, a template database on that server; without
+ * it, a PGlite data directory tarball each in-memory PGlite starts from (initdb and the
+ * migrations would otherwise cost each app seconds of CPU).
  */
 export default async function setup(project: TestProject) {
   const url = directUrl();
-  if (!process.env.DATABASE_URL || !url) return;
+  if (!process.env.DATABASE_URL || !url) {
+    const file = join(tmpdir(), `taskhandle-pglite-${process.pid}.tar`);
+    await writeFile(file, await migratedPGliteImage());
+    project.provide('pgliteImage', file);
+    return () => rm(file, { force: true });
+  }
   const template = `taskhandle_tpl_${process.pid}`;
   await recreateMigratedDatabase(url, template);
   const admin = new pg.Client({ connectionString: url });
@@ -31,6 +41,8 @@ export default async function setup(project: TestProject) {
 
 declare module 'vitest' {
   export interface ProvidedContext {
+    /** PGlite runs: the migrated data directory tarball (PGlite's dumpDataDir). */
+    pgliteImage: string;
     pgTemplate: string;
     /** Prefixes this run's databases, so its teardown drops its own only. */
     pgRun: string;

@@ -16,14 +16,22 @@ import { untilAborted } from './helpers/kinds.js';
  */
 
 let aborted: unknown;
+let handlerRunning: () => void;
+/** Settles once the handler listens on its signal: from then on an abort reaches it at once. */
+const running = new Promise<void>((resolve) => {
+  handlerRunning = resolve;
+});
 const hold = defineTaskKind({
   name: 'held-here',
   description: 'waits until aborted, and keeps why',
   inputSchema: { type: 'object' },
-  run: ({ signal }) =>
-    untilAborted(signal, (reason) => {
+  run: ({ signal }) => {
+    const settled = untilAborted(signal, (reason) => {
       aborted = reason;
-    }),
+    });
+    handlerRunning();
+    return settled;
+  },
 });
 
 let t: TestApp;
@@ -57,10 +65,12 @@ describe('RunningTask', () => {
       ended: () => {},
     });
     task.start(hold);
+    await running;
 
+    // An abort reaches a running handler synchronously: had either row stopped it, `aborted`
+    // would be set when `changed` returns.
     task.changed({ ...row!, worker_id: null, lease_expires_at: null, attempt: row!.attempt - 1 });
     task.changed({ ...row! });
-    await new Promise((resolve) => setTimeout(resolve, 50));
     expect(aborted).toBeUndefined();
 
     task.changed({ ...row!, version: row!.version + 1, worker_id: randomUUID() });

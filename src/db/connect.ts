@@ -27,6 +27,11 @@ export interface ConnectOptions {
   preparedStatements?: boolean;
   /** PGlite's directory when there is no databaseUrl; `memory://` for a throwaway database. */
   dataDir: string;
+  /**
+   * PGlite in memory only: the data directory to start from, as PGlite's `dumpDataDir` wrote
+   * it, instead of an empty cluster (initdb takes seconds of CPU).
+   */
+  pgliteDataDir?: Blob | undefined;
   /** Pool size for pg. @default 10 */
   poolSize?: number;
   /** pg only: PGlite runs in this process, with no network to wait on. */
@@ -37,7 +42,7 @@ export interface ConnectOptions {
 export async function connect(options: ConnectOptions): Promise<Db> {
   return options.databaseUrl
     ? connectPg(options.databaseUrl, options)
-    : connectPGlite(options.dataDir);
+    : connectPGlite(options.dataDir, options.pgliteDataDir);
 }
 
 function connectPg(databaseUrl: string, options: ConnectOptions): Db {
@@ -63,10 +68,12 @@ function connectPg(databaseUrl: string, options: ConnectOptions): Db {
   };
 }
 
-async function connectPGlite(dataDir: string): Promise<Db> {
-  if (!dataDir.includes('://')) mkdirSync(dataDir, { recursive: true });
+async function connectPGlite(dataDir: string, image: Blob | undefined): Promise<Db> {
+  const inMemory = dataDir.includes('://');
+  if (!inMemory) mkdirSync(dataDir, { recursive: true });
   const pglite = await PGlite.create(
-    dataDir.includes('://') ? dataDir : `${dataDir.replace(/\/$/, '')}/pgdata`,
+    inMemory ? dataDir : `${dataDir.replace(/\/$/, '')}/pgdata`,
+    inMemory && image ? { loadDataDir: image } : {},
   );
   const kysely = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
   return {

@@ -7,7 +7,7 @@ import { ALL_SCOPES } from '../../src/auth/principal.js';
 import { loadConfig } from '../../src/config.js';
 import type { TaskKind } from '../../src/tasks/kinds.js';
 import { databaseEnv } from './database-env.js';
-import { freshDatabase, type TestDatabase } from './db.js';
+import { freshDatabase, pgliteImage, type TestDatabase } from './db.js';
 import { SECRET } from './secret.js';
 
 export { SECRET };
@@ -68,6 +68,10 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   });
   const app = await createApp({
     config,
+    // A throwaway in-memory PGlite starts as a clone of the run's migrated template.
+    ...(!config.databaseUrl && config.dataDir === 'memory://'
+      ? { pgliteDataDir: await pgliteImage() }
+      : {}),
     kinds: options.kinds ?? [],
     replaceBuiltInKinds: options.replaceBuiltInKinds ?? false,
     ...(options.log ? { log: options.log } : {}),

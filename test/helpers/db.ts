@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { directUrl } from './database-env.js';
@@ -39,4 +40,15 @@ export async function freshDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+let image: Promise<Blob> | undefined;
+
+/**
+ * PGlite runs: the run's migrated data directory, for an in-memory PGlite to start from
+ * (AppOptions.pgliteDataDir); read once per test file's process.
+ */
+export function pgliteImage(): Promise<Blob> {
+  image ??= readFile(inject('pgliteImage')).then((bytes) => new Blob([bytes]));
+  return image;
 }

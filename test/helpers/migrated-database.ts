@@ -1,6 +1,8 @@
+import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrate } from '../../src/db/migrate.js';
+import { PGliteDialect } from '../../src/db/pglite-dialect.js';
 import type { Database } from '../../src/db/types.js';
 
 /**
@@ -30,4 +32,17 @@ export async function recreateMigratedDatabase(adminUrl: string, name: string): 
     await db.destroy();
   }
   return url.toString();
+}
+
+/** A fresh in-memory PGlite cluster with every migration run, as an uncompressed tarball. */
+export async function migratedPGliteImage(): Promise<Uint8Array> {
+  const pglite = await PGlite.create('memory://');
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  try {
+    await migrate(db);
+    return new Uint8Array(await (await pglite.dumpDataDir('none')).arrayBuffer());
+  } finally {
+    await db.destroy();
+    await pglite.close();
+  }
 }
