@@ -12,6 +12,7 @@ const LANDED: Readonly<Record<string, string>> = {
   '0001_tasks.sql': '528774899195cf580b50ddda6f4670a696efbd9eee68265bf0533608cb3790a9',
   '0002_webhooks.sql': '31c04d1ab44d66460c6ccacdf5517025abe7aa7731cee53977c5dda6246d272f',
   '0003_delivery_claims.sql': 'eef50df6f36f41b6ebee00298b843c6bd0bb6007e5dada1323727bf147674268',
+  '0004_managed_work.sql': '992fc271697d74c6e66ad9c2559008b0e8224425dac0d8edb4760fad9d2724e5',
 };
 
 const DIR = new URL('../migrations/', import.meta.url);
