@@ -21,7 +21,7 @@ const noop = defineTaskKind({
 });
 
 const config = loadConfig();
-const log = createLogger(config.logLevel);
+const log = createLogger(config);
 // BENCH_YOGA_ONLY=1: a plugin with a request hook, so every request goes through yoga's own
 // HTTP layer (the direct POST path steps aside): the A/B row of the accept and poll sections.
 const yogaOnly = process.env.BENCH_YOGA_ONLY === '1' ? [{ onRequest() {} }] : [];

@@ -83,7 +83,7 @@ export interface App {
 /** Builds the whole app from a Config: database (migrated), events, runner, purge, HTTP. */
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
-  const log = options.log ?? createLogger(config.logLevel);
+  const log = options.log ?? createLogger(config);
   const kinds = new KindRegistry([
     ...(options.replaceBuiltInKinds ? [] : builtInKinds),
     ...(options.kinds ?? []),

@@ -19,7 +19,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config);
   const app = await createApp({ config, log });
   const url = await app.listen();
   log.info(

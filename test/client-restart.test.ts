@@ -16,7 +16,7 @@ beforeAll(async () => {
   // A short lease: the task killed with its server runs again soon after the restart.
   server = await startClientServer({ TASK_LEASE_MS: '1500' });
   token = await server.token('alice');
-}, 150_000);
+}, 300_000);
 afterAll(async () => {
   await server?.close();
 });

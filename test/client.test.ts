@@ -20,7 +20,7 @@ beforeAll(async () => {
   server = await startClientServer();
   const token = await server.token('alice');
   client = createClient<Kinds>({ url: server.url, token: () => token });
-}, 150_000);
+}, 300_000);
 afterAll(async () => {
   await client?.close();
   await server?.close();

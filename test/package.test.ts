@@ -47,8 +47,8 @@ beforeAll(async () => {
 }, 600_000);
 afterAll(async () => {
   await database?.drop();
-  rmSync(work, { recursive: true, force: true });
-});
+  rmSync(work, { recursive: true, force: true }); // a whole installed node_modules
+}, 300_000);
 
 const SERVER = `
 import { createApp, defineTaskKind, loadConfig } from 'taskhandle';

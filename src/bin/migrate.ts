@@ -5,7 +5,7 @@ import { createLogger } from '../log.js';
 
 /** `npm run migrate`: applies pending migrations and exits (the server also does this at boot). */
 const config = loadConfig();
-const log = createLogger(config.logLevel);
+const log = createLogger(config);
 const db = await connect({
   databaseUrl: config.databaseUrl,
   preparedStatements: config.db.preparedStatements,

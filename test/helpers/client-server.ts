@@ -42,7 +42,7 @@ export async function startClientServer(env: Record<string, string> = {}): Promi
       role: 'all',
       databaseUrl: database.url ?? '',
       env: { PORT: String(port), DATA_DIR: dataDir, ...env },
-      startTimeoutMs: 120_000,
+      startTimeoutMs: 240_000,
     });
   let current = await spawn();
   return {
