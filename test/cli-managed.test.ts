@@ -7,7 +7,7 @@ import { ROOT } from './helpers/process.js';
 
 /** The CLI's flags for managing the work (DESIGN §14), run as a real process. */
 
-const BIN = join(ROOT, 'src/cli/bin.js');
+const BIN = join(ROOT, 'bin/taskhandle.js');
 let t: TestApp;
 let alice: string;
 beforeAll(async () => {
