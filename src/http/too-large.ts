@@ -31,26 +31,41 @@ function sendGraphQLTooLarge(res: ServerResponse, message: string): void {
 /** Answers 413 for `req`'s route, then lingers as above. */
 export function answerTooLarge(req: IncomingMessage, res: ServerResponse, message: string): void {
   if (res.headersSent) return void res.destroy();
-  linger(req, req.socket);
+  // The answer goes out whole now (its Content-Length is complete), but the response ends only
+  // once the body has been read: an ended response with `Connection: close` makes Node stop
+  // reading the socket, and the client's unread bytes turn the close into a reset.
+  const end = res.end.bind(res);
+  res.end = ((chunk?: unknown) => {
+    if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) res.write(chunk);
+    return res;
+  }) as ServerResponse['end'];
   const path = (req.url ?? '/').split('?')[0];
   if (path === '/graphql') sendGraphQLTooLarge(res, message);
   else sendProblem(res, 413, 'PAYLOAD_TOO_LARGE', message, { connection: 'close' });
+  res.end = end;
+  linger(req, req.socket, () => void end());
 }
 
-function linger(req: IncomingMessage, socket: Socket): void {
+function linger(req: IncomingMessage, socket: Socket, endAnswer: () => void): void {
   let dropped = 0;
-  const close = () => {
+  let done = false;
+  const close = (cut: boolean) => {
+    if (done) return;
+    done = true;
     clearTimeout(idle);
     clearTimeout(total);
-    // Never before the answer is out: destroy() drops what is still queued to write.
+    endAnswer();
+    // Past a bound, whatever the client still sends is not waited for (after the answer is
+    // out: destroy() drops what is still queued to write).
+    if (!cut) return;
     if (socket.writableFinished) socket.destroy();
     else socket.once('finish', () => socket.destroy());
   };
-  const idle = setTimeout(close, LINGER_IDLE_MS);
-  const total = setTimeout(close, LINGER_TOTAL_MS);
-  socket.on('data', (chunk: Buffer) => {
+  const idle = setTimeout(() => close(true), LINGER_IDLE_MS);
+  const total = setTimeout(() => close(true), LINGER_TOTAL_MS);
+  req.on('data', (chunk: Buffer) => {
     dropped += chunk.length;
-    if (dropped > LINGER_BYTES) return close();
+    if (dropped > LINGER_BYTES) return close(true);
     idle.refresh();
   });
   socket.once('close', () => {
@@ -58,10 +73,8 @@ function linger(req: IncomingMessage, socket: Socket): void {
     clearTimeout(total);
   });
   // The whole body has arrived: nothing unread is left to turn the close into a reset.
-  req.once('end', close);
+  req.once('end', () => close(false));
+  req.once('error', () => close(true));
   req.resume();
-  // Node destroys a `Connection: close` socket as soon as the answer is written, unread bytes
-  // and all; only end it (the FIN), so the client's remaining bytes are still read.
-  socket.destroySoon = () => void socket.end();
-  if (req.readableEnded) close();
+  if (req.readableEnded) close(false);
 }
