@@ -14,6 +14,7 @@ describe('configuration', () => {
     expect(loadConfig({ AUTH_JWT_SECRET: SECRET }).db).toEqual({
       statementTimeoutMs: 10_000,
       connectTimeoutMs: 3_000,
+      preparedStatements: true,
     });
     expect(
       loadConfig({
@@ -21,7 +22,7 @@ describe('configuration', () => {
         DB_STATEMENT_TIMEOUT_MS: '2500',
         DB_CONNECT_TIMEOUT_MS: '750',
       }).db,
-    ).toEqual({ statementTimeoutMs: 2_500, connectTimeoutMs: 750 });
+    ).toEqual({ statementTimeoutMs: 2_500, connectTimeoutMs: 750, preparedStatements: true });
   });
 
   it.each([
