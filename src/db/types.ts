@@ -29,6 +29,9 @@ export interface TasksTable {
   timeout_ms: number;
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
   last_updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  // DESIGN §15 (migrations/0005_labels.sql).
+  labels: Defaulted<Record<string, string>>;
+  retry_of: string | null;
 }
 
 export type TaskRow = Selectable<TasksTable>;
@@ -69,6 +72,15 @@ export interface TaskDeliveriesTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+/** One label of a task, in its owner's newest-first order: what a label filter walks. */
+export interface TaskLabelsTable {
+  owner: string;
+  key: string;
+  value: string;
+  created_at: ColumnType<Date, Date | string, Date | string>;
+  task_id: string;
+}
+
 export type WebhookRow = Selectable<TaskWebhooksTable>;
 export type DeliveryRow = Selectable<TaskDeliveriesTable>;
 
@@ -76,6 +88,7 @@ export interface Database {
   tasks: TasksTable;
   task_webhooks: TaskWebhooksTable;
   task_deliveries: TaskDeliveriesTable;
+  task_labels: TaskLabelsTable;
 }
 
 /** What a query runs on: the process's Kysely instance or a transaction on it. */

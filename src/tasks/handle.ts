@@ -15,6 +15,10 @@ export interface TaskHandle {
   lastUpdatedAt: string;
   ttlMs: number;
   pollIntervalMs: number;
+  /** DESIGN §15: in every handle, `{}` when none were given. */
+  labels: Record<string, string>;
+  /** The task this one runs again, when it is a re-run. */
+  retryOf?: string;
 }
 
 /** A status monitor's view: the handle plus what `viewer` may see of the outcome. */
@@ -34,6 +38,8 @@ export function handleOf(task: Task): TaskHandle {
     lastUpdatedAt: task.lastUpdatedAt.toISOString(),
     ttlMs: task.ttlMs,
     pollIntervalMs: task.pollIntervalMs,
+    labels: task.labels,
+    ...(task.retryOf ? { retryOf: task.retryOf } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { TaskFilter } from './filter.js';
 import type { TaskStatus } from './status.js';
 import type { Task } from './task.js';
 import type { WebhookRequest } from './webhooks.js';
@@ -18,6 +19,8 @@ export interface StartRequest {
   idempotencyKey?: string | null;
   /** Status changes pushed to a URL (DESIGN §11); ignored on an idempotent replay. */
   webhook?: WebhookRequest | null;
+  /** DESIGN §15: checked by `checkLabels`. */
+  labels?: unknown;
 }
 
 export interface ListRequest {
@@ -26,7 +29,20 @@ export interface ListRequest {
   statuses?: readonly TaskStatus[] | null;
   /** Admins only: whose tasks to list. Default: the caller's own. */
   owner?: string | null;
+  /** DESIGN §15; its `owner`, if any, counts as the one above. */
+  filter?: TaskFilter | null;
 }
+
+/** What `cancelTasks` did (DESIGN §15). */
+export interface CancelManyResult {
+  /** The actor's (or named owner's) tasks the filter matched, terminal ones included. */
+  matched: number;
+  /** Those this call cancelled, each CANCELLED before the answer. */
+  cancelled: number;
+}
+
+/** Most entries one `startTasks` call may carry. */
+export const MAX_BATCH_SIZE = 100;
 
 export interface TaskPage {
   tasks: Task[];

@@ -21,6 +21,10 @@ export interface Task {
   result: unknown;
   error: TaskFailure | null;
   inputRequest: InputRequest | null;
+  /** Set at start, never changed (DESIGN §15); `{}` when none were given. */
+  labels: Record<string, string>;
+  /** The task this one runs again (retryTask), if any. */
+  retryOf: string | null;
 }
 
 /** The longest a poller is asked to wait, however long a person takes. */
@@ -60,6 +64,8 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     result: row.result,
     error: row.error,
     inputRequest: row.input_request,
+    labels: row.labels ?? {},
+    retryOf: row.retry_of ?? null,
   };
 }
 

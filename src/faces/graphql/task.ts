@@ -6,10 +6,11 @@ import type { InputRequest, TaskFailure, TaskStatus } from '../../tasks/status.j
 import type { Task } from '../../tasks/task.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
 import { builder, type Context } from './builder.js';
+import { TaskFilterInput, taskFilterOf } from './task-filter.js';
 import { TaskWebhookInput } from './webhook-input.js';
 
 /** The caller as the domain sees it. Field scopes have already required a principal. */
-function actor(context: Context) {
+export function actor(context: Context) {
   if (!context.principal)
     throw context.authError ?? new ServiceError('UNAUTHENTICATED', 'Authentication required.');
   return toActor(context.principal);
@@ -103,6 +104,16 @@ export const TaskRef = builder.objectRef<Task>('Task').implement({
       authScopes: { admin: true },
       unauthorizedResolver: () => null,
     }),
+    // DESIGN §15: whoever may see the task (its owner, an admin) reads its labels.
+    labels: t.field({
+      type: 'JSON',
+      description: 'Set at start, never changed: an object of string values.',
+      resolve: (task) => task.labels,
+    }),
+    retryOf: t.exposeID('retryOf', {
+      nullable: true,
+      description: 'The failed or cancelled task this one runs again (retryTask).',
+    }),
   }),
 });
 
@@ -137,7 +148,7 @@ const TaskEdgeRef = builder.objectRef<{ cursor: string; node: Task }>('TaskEdge'
   }),
 });
 
-const TaskConnectionRef = builder
+export const TaskConnectionRef = builder
   .objectRef<{
     edges: Array<{ cursor: string; node: Task }>;
     pageInfo: {
@@ -154,7 +165,7 @@ const TaskConnectionRef = builder
     }),
   });
 
-const StartTaskInput = builder.inputType('StartTaskInput', {
+export const StartTaskInput = builder.inputType('StartTaskInput', {
   fields: (t) => ({
     kind: t.string({ required: true }),
     input: t.field({ type: 'JSON' }),
@@ -165,6 +176,11 @@ const StartTaskInput = builder.inputType('StartTaskInput', {
     webhook: t.field({
       type: TaskWebhookInput,
       description: 'Pushes every status change, from the first, to this URL.',
+    }),
+    labels: t.field({
+      type: 'JSON',
+      description:
+        'At most 16 string values; keys [a-z0-9][a-z0-9._/-]{0,62}, values 1..255 printable characters.',
     }),
   }),
 });
@@ -193,6 +209,7 @@ builder.queryFields((t) => ({
       owner: t.arg.string({
         description: 'Admins only: list this principal’s tasks instead of your own.',
       }),
+      filter: t.arg({ type: TaskFilterInput }),
     },
     resolve: async (_root, args, context) => {
       const page = await context.tasks.list(actor(context), {
@@ -200,6 +217,7 @@ builder.queryFields((t) => ({
         after: args.after ?? null,
         statuses: (args.status as TaskStatus[] | null | undefined) ?? null,
         owner: args.owner ?? null,
+        filter: taskFilterOf(args.filter),
       });
       const edges = page.tasks.map((node) => ({ cursor: encodeCursor(node), node }));
       return {
@@ -236,6 +254,7 @@ builder.mutationFields((t) => ({
         webhook: input.webhook
           ? { url: input.webhook.url, secret: input.webhook.secret ?? null }
           : null,
+        labels: input.labels,
       });
       return task;
     },
@@ -278,6 +297,10 @@ builder.subscriptionFields((t) => ({
     args: {
       status: t.arg({ type: [TaskStatusEnum], description: 'Only changes into these statuses.' }),
       owner: t.arg.string({ description: 'Admins only: follow this principal’s tasks.' }),
+      filter: t.arg({
+        type: TaskFilterInput,
+        description: 'Only changes that leave a task meeting this filter.',
+      }),
     },
     subscribe: (_root, args, context) =>
       context.tasks.subscribeAll(
@@ -285,6 +308,7 @@ builder.subscriptionFields((t) => ({
         {
           statuses: (args.status as TaskStatus[] | null | undefined) ?? null,
           owner: args.owner ?? null,
+          filter: taskFilterOf(args.filter),
         },
         context.streamUntil,
       ),

@@ -7,10 +7,11 @@ import { hasBody, PayloadTooLarge, readBody } from '../../http/body.js';
 import { BearerRefusal, bearerChallenge, requireBearer } from '../../http/challenge.js';
 import { sendJson, sendProblem } from '../../http/problem.js';
 import { handleOf, reportOf, retryAfterSeconds } from '../../tasks/handle.js';
-import type { TaskService } from '../../tasks/service.js';
-import { TASK_STATUSES, type TaskStatus } from '../../tasks/status.js';
+import type { StartRequest, TaskService } from '../../tasks/service.js';
 import type { Task } from '../../tasks/task.js';
 import { isTaskId } from '../../tasks/validation.js';
+import { filterOfQuery } from './filter.js';
+import { manyRoutes } from './many.js';
 
 /**
  * The plain-HTTP face (DESIGN §6): `202 Accepted` and a status monitor at `/v1/jobs/{id}`,
@@ -28,6 +29,7 @@ const STATUS_OF: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   TASK_TERMINAL: 409,
   NOT_AWAITING_INPUT: 409,
+  TASK_NOT_RETRYABLE: 409,
   IDEMPOTENCY_KEY_REUSED: 422,
   BAD_USER_INPUT: 422,
   RATE_LIMITED: 429,
@@ -104,14 +106,21 @@ function webhookOf(value: unknown): { url: string; secret?: string | null } | nu
   return { url: url as string, secret: (secret as string | null | undefined) ?? null };
 }
 
-function parseStatuses(raw: string | null): TaskStatus[] | null {
-  if (!raw) return null;
-  const statuses = raw.split(',').map((s) => s.trim().toLowerCase());
-  for (const status of statuses) {
-    if (!TASK_STATUSES.includes(status as TaskStatus))
-      throw new ServiceError('BAD_USER_INPUT', `Unknown status ${JSON.stringify(status)}.`);
-  }
-  return statuses as TaskStatus[];
+/** A start request from a body (`POST /v1/jobs`, or one entry of `POST /v1/jobs/batch`). */
+function startRequestOf(
+  body: Record<string, unknown>,
+  idempotencyKey: string | null,
+): StartRequest {
+  if (typeof body.kind !== 'string')
+    throw new ServiceError('BAD_USER_INPUT', 'kind must be a string.');
+  return {
+    kind: body.kind,
+    input: body.input,
+    ttlMs: optionalInt(body.ttlMs, 'ttlMs'),
+    idempotencyKey,
+    webhook: webhookOf(body.webhook),
+    labels: body.labels,
+  };
 }
 
 export function createRestHandler(options: RestOptions) {
@@ -135,6 +144,8 @@ export function createRestHandler(options: RestOptions) {
     }
   }
 
+  const routeMany = manyRoutes({ tasks, principalFor, readJson, retryAfter, startRequestOf });
+
   /** A path segment that cannot be a taskId names no task: 404, like any unknown id (not 422). */
   function taskIdOf(id: string): string {
     if (!isTaskId(id)) throw notFound();
@@ -149,16 +160,11 @@ export function createRestHandler(options: RestOptions) {
     if (parts.length === 2 && method === 'POST') {
       const principal = await principalFor(req, SCOPES.write, 'startTask');
       const body = await readJson(req);
-      if (typeof body.kind !== 'string')
-        throw new ServiceError('BAD_USER_INPUT', 'kind must be a string.');
       const key = req.headers['idempotency-key'];
-      const { task } = await tasks.start(toActor(principal), {
-        kind: body.kind,
-        input: body.input,
-        ttlMs: optionalInt(body.ttlMs, 'ttlMs'),
-        idempotencyKey: typeof key === 'string' ? key : null,
-        webhook: webhookOf(body.webhook),
-      });
+      const { task } = await tasks.start(
+        toActor(principal),
+        startRequestOf(body, typeof key === 'string' ? key : null),
+      );
       return sendJson(res, 202, handleOf(task), {
         location: `/v1/jobs/${task.id}`,
         ...retryAfter(task),
@@ -170,7 +176,7 @@ export function createRestHandler(options: RestOptions) {
       const page = await tasks.list(toActor(principal), {
         first: limit === null ? null : Number(limit),
         after: url.searchParams.get('cursor'),
-        statuses: parseStatuses(url.searchParams.get('status')),
+        filter: filterOfQuery(url.searchParams),
       });
       const nextCursor = page.hasNextPage ? page.endCursor : null;
       const headers: Record<string, string> = {};
@@ -185,6 +191,14 @@ export function createRestHandler(options: RestOptions) {
         { tasks: page.tasks.map((t) => reportOf(t, toActor(principal))), nextCursor },
         headers,
       );
+    }
+    if (parts.length === 3 && id && method === 'POST') {
+      const handled = await routeMany(req, res, id, null);
+      if (handled) return;
+    }
+    if (parts.length === 4 && id && sub === 'retry' && method === 'POST') {
+      await routeMany(req, res, 'retry', taskIdOf(id));
+      return;
     }
     if (parts.length === 3 && id && method === 'GET') {
       const principal = await principalFor(req, SCOPES.read, 'task', id);
@@ -212,7 +226,7 @@ export function createRestHandler(options: RestOptions) {
         ? 'GET, POST'
         : parts.length === 3
           ? 'GET, DELETE'
-          : parts.length === 4 && sub === 'input'
+          : parts.length === 4 && (sub === 'input' || sub === 'retry')
             ? 'POST'
             : undefined;
     if (allowed)
