@@ -104,7 +104,7 @@ async function pagesOverGraphQL(filter: TaskFilter, first: number): Promise<stri
   const ids: string[] = [];
   let after: string | null = null;
   for (;;) {
-    const variables = {
+    const variables: Record<string, unknown> = {
       first,
       after,
       filter: {
@@ -117,8 +117,11 @@ async function pagesOverGraphQL(filter: TaskFilter, first: number): Promise<stri
     };
     const res = await t.gql(TASKS, variables, alice);
     expect(res.errors).toBeUndefined();
-    const page = res.data.tasks;
-    ids.push(...page.edges.map((e: { node: { id: string } }) => e.node.id));
+    const page: {
+      edges: Array<{ node: { id: string } }>;
+      pageInfo: { hasNextPage: boolean; endCursor: string };
+    } = res.data.tasks;
+    ids.push(...page.edges.map((e) => e.node.id));
     if (!page.pageInfo.hasNextPage) return ids;
     after = page.pageInfo.endCursor;
   }
