@@ -82,6 +82,7 @@ describe('SendMessage starts a task', () => {
       pollIntervalMs: res.body.pollIntervalMs,
       progress: null,
       version: 1,
+      'taskhandle/labels': {},
     });
   });
 

@@ -9,6 +9,7 @@ const quick = holdWith({ name: 'quick', pollIntervalMs: 200 });
 
 const HANDLE_KEYS = [
   'createdAt',
+  'labels',
   'lastUpdatedAt',
   'pollIntervalMs',
   'resultType',

@@ -119,9 +119,13 @@ export function toA2ATask(task: Task, viewer: Actor): A2ATask {
       pollIntervalMs: task.pollIntervalMs,
       progress: task.progress,
       version: task.version,
+      [LABELS_KEY]: task.labels,
     },
   };
 }
+
+/** Where a task's labels (DESIGN §15) travel: the start message's and every task's metadata. */
+export const LABELS_KEY = 'taskhandle/labels';
 
 export const taskEvent = (task: Task, viewer: Actor): StreamResponse => ({
   payload: { $case: 'task', value: toA2ATask(task, viewer) },
