@@ -5,6 +5,7 @@ import { ALL_SCOPES } from '../auth/principal.js';
 import { loadConfig } from '../config.js';
 import { CliError, type CliTask, request, TASK_FIELDS, type Target } from './client.js';
 import { describeTask, table } from './format.js';
+import { collectLabel, readStartLines, retryTask, startBatch } from './many.js';
 import { mintConfiguredToken } from './token.js';
 import { watchTask } from './watch.js';
 
@@ -67,19 +68,29 @@ export function program(): Command {
   cli
     .command('start')
     .description('start a task of KIND with input JSON; prints its handle')
-    .argument('<kind>', 'task kind (see `taskhandle kinds`)')
+    .argument('[kind]', 'task kind (see `taskhandle kinds`)')
     .argument('[json]', 'input, as JSON', '{}')
     .option('--ttl <ms>', 'retention in milliseconds', (v) => positiveInt(v, '--ttl'))
     .option('--key <key>', 'idempotency key: the same key and input return the same task')
+    .option('--label <key=value>', 'a label (repeatable)', collectLabel)
     .option('--follow', 'then follow it to its end, as `watch` does')
-    .action(async (kind: string, json: string, opts, cmd: Command) => {
+    .option('--batch', 'start every StartTaskInput of NDJSON on stdin; one handle a line')
+    .action(async (kind: string | undefined, json: string, opts, cmd: Command) => {
       const g = globals(cmd);
       const target = await targetOf(g);
+      if (opts.batch) {
+        const entries = await readStartLines(process.stdin);
+        return startBatch(target, entries, (task) =>
+          print(g, task, () => `${task.id}  ${task.kind}  ${task.status}`),
+        );
+      }
+      if (!kind) throw new CliError('start needs a KIND (or --batch with NDJSON on stdin).');
       const input = {
         kind,
         input: parseJson(json, 'the input'),
         ttlMs: opts.ttl,
         idempotencyKey: opts.key,
+        labels: opts.label,
       };
       const { startTask } = await request<{ startTask: CliTask }>(
         target,
@@ -126,6 +137,16 @@ export function program(): Command {
         { id },
       );
       print(g, cancelTask, () => describeTask(cancelTask as CliTask));
+    });
+
+  cli
+    .command('retry')
+    .description('start a failed or cancelled task again as a new task; prints its handle')
+    .argument('<id>')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const task = await retryTask(await targetOf(g), id);
+      print(g, task, () => `${describeTask(task)}\n  follow:   taskhandle watch ${task.id}`);
     });
 
   cli
