@@ -53,6 +53,12 @@ export async function listTasks(
   db: Executor,
   options: ListOptions,
 ): Promise<{ rows: TaskRow[]; hasNextPage: boolean }> {
+  const rows = (await listQuery(options).execute(db)).rows;
+  return { rows: rows.slice(0, options.first), hasNextPage: rows.length > options.first };
+}
+
+/** The statement `listTasks` runs (one more row than the page), for EXPLAIN to read. */
+export function listQuery(options: ListOptions): RawBuilder<TaskRow> {
   const filter = options.filter ?? NO_FILTER;
   const limit = options.first + 1;
   const where = conditions(options, filter);
@@ -91,6 +97,5 @@ export async function listTasks(
         ${order} limit ${limit}::int`;
     }
   }
-  const rows = (await query.execute(db)).rows;
-  return { rows: rows.slice(0, options.first), hasNextPage: rows.length > options.first };
+  return query;
 }
