@@ -8,7 +8,7 @@ import { ROOT } from './helpers/process.js';
 
 /** `taskhandle start --batch`, `--label` and `retry` (DESIGN §15), run as real processes. */
 
-const BIN = join(ROOT, 'src/cli/bin.js');
+const BIN = join(ROOT, 'bin/taskhandle.js');
 let t: TestApp;
 let alice: string;
 let empty: string;
