@@ -54,6 +54,44 @@ describe('retryTask', () => {
     expect(old).toMatchObject({ status: 'FAILED', version: failed.version, retryOf: null });
   });
 
+  it('copies priority, concurrency key and limit and the retry policy to the re-run', async () => {
+    const retry = { maxAttempts: 5, initialDelayMs: 2_000, factor: 3, maxDelayMs: 90_000 };
+    const managed = { priority: 7, concurrencyKey: 'k-1', concurrencyLimit: 2, retry };
+    const started = (await t.gql(START, { input: { kind: 'hold', ...managed } }, alice)).data
+      .startTask;
+    await t.gql(`mutation($id: ID!) { cancelTask(id: $id) { id } }`, { id: started.id }, alice);
+    const res = await t.gql(
+      `mutation($id: ID!) { retryTask(id: $id) { id retryOf priority concurrencyKey maxAttempts } }`,
+      { id: started.id },
+      alice,
+    );
+    expect(res.errors).toBeUndefined();
+    expect(res.data.retryTask).toMatchObject({
+      retryOf: started.id,
+      priority: 7,
+      concurrencyKey: 'k-1',
+      maxAttempts: 5,
+    });
+    const row = await t.app.db.kysely
+      .selectFrom('tasks')
+      .select([
+        'concurrency_limit',
+        'retry_initial_delay_ms',
+        'retry_factor',
+        'retry_max_delay_ms',
+        'idempotency_key',
+      ])
+      .where('id', '=', res.data.retryTask.id)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({
+      concurrency_limit: 2,
+      retry_initial_delay_ms: 2_000,
+      retry_factor: 3,
+      retry_max_delay_ms: 90_000,
+      idempotency_key: null,
+    });
+  });
+
   it('starts a cancelled task again, on POST /v1/jobs/{id}/retry with 202', async () => {
     const started = (await t.gql(START, { input: { kind: 'hold', labels: { r: '2' } } }, alice))
       .data.startTask;
