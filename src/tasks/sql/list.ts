@@ -71,10 +71,12 @@ export function listQuery(options: ListOptions): RawBuilder<TaskRow> {
     const after = options.after
       ? sql`and (l.created_at, l.task_id) < (${options.after.createdAt.toISOString()}::timestamptz, ${options.after.id}::uuid)`
       : sql``;
+    // `offset 0` keeps the task lookup a per-row probe under the label walk: joined freely,
+    // a planner that expects many matches may hash-join them all and sort (PGlite does).
     query = sql<TaskRow>`
-      select t.* from task_labels l join tasks t on t.id = l.task_id
+      select t.* from task_labels l
+      cross join lateral (select * from tasks t where t.id = l.task_id and ${where} offset 0) t
       where l.owner = ${options.owner} and l.key = ${key} and l.value = ${value} ${after}
-        and ${where}
       order by l.created_at desc, l.task_id desc
       limit ${limit}::int`;
   } else {
