@@ -7,6 +7,8 @@ export type ErrorCode =
   | 'TASK_TERMINAL'
   | 'NOT_AWAITING_INPUT'
   | 'IDEMPOTENCY_KEY_REUSED'
+  // DESIGN §15: retryTask on a task that is not FAILED or CANCELLED.
+  | 'TASK_NOT_RETRYABLE'
   // DESIGN §12: limits and faults.
   | 'RATE_LIMITED'
   | 'SERVICE_UNAVAILABLE'

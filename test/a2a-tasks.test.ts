@@ -84,6 +84,7 @@ describe('SendMessage starts a task', () => {
       'taskhandle/attempt': 0,
       'taskhandle/maxAttempts': 3,
       'taskhandle/priority': 0,
+      'taskhandle/labels': {},
     });
   });
 

@@ -89,6 +89,7 @@ describe('taskhandle start with schedule, priority, key and attempts', () => {
       maxAttempts: 3,
       runAt: soon,
       lastError: { code: 'HANDLER_ERROR', message: 'boom' },
+      labels: {},
     });
     expect(text).toContain('attempt:  2 of 3');
     expect(text).toContain('next:     attempt 3 in 1m');

@@ -11,6 +11,7 @@ import {
 import { loadConfig } from '../config.js';
 import { CliError, explain } from './errors.js';
 import { describeTask, table } from './format.js';
+import { collectLabel, readStartLines, retryTask, startBatch } from './many.js';
 import { mintConfiguredToken } from './token.js';
 import { watchTask } from './watch.js';
 
@@ -71,7 +72,7 @@ export function program(): Command {
   cli
     .command('start')
     .description('start a task of KIND with input JSON; prints its handle')
-    .argument('<kind>', 'task kind (see `taskhandle kinds`)')
+    .argument('[kind]', 'task kind (see `taskhandle kinds`)')
     .argument('[json]', 'input, as JSON', '{}')
     .option('--ttl <ms>', 'retention in milliseconds', (v) => positiveInt(v, '--ttl'))
     .option('--key <key>', 'idempotency key: the same key and input return the same task')
@@ -82,10 +83,19 @@ export function program(): Command {
     .option('--max-attempts <n>', 'attempts before it fails', (v) =>
       positiveInt(v, '--max-attempts'),
     )
+    .option('--label <key=value>', 'a label (repeatable)', collectLabel)
     .option('--follow', 'then follow it to its end, as `watch` does')
-    .action(async (kind: string, json: string, opts, cmd: Command) => {
+    .option('--batch', 'start every StartTaskInput of NDJSON on stdin; one handle a line')
+    .action(async (kind: string | undefined, json: string, opts, cmd: Command) => {
       const g = globals(cmd);
       const client = await connect(g);
+      if (opts.batch) {
+        const entries = await readStartLines(process.stdin);
+        return startBatch(client, entries, (task) =>
+          print(g, task, () => `${task.id}  ${task.kind}  ${task.status}`),
+        );
+      }
+      if (!kind) throw new CliError('start needs a KIND (or --batch with NDJSON on stdin).');
       const handle = await client.start(kind, parseJson(json, 'the input'), {
         ttlMs: opts.ttl,
         idempotencyKey: opts.key,
@@ -94,6 +104,7 @@ export function program(): Command {
         priority: opts.priority,
         concurrencyKey: opts.concurrencyKey,
         retry: opts.maxAttempts === undefined ? undefined : { maxAttempts: opts.maxAttempts },
+        labels: opts.label,
       });
       if (opts.follow) return watch(client, handle.id, g);
       const startTask = handle.task!;
@@ -132,6 +143,16 @@ export function program(): Command {
       const g = globals(cmd);
       const task = await (await connect(g)).handle(id).cancel();
       print(g, task, () => describeTask(task));
+    });
+
+  cli
+    .command('retry')
+    .description('start a failed or cancelled task again as a new task; prints its handle')
+    .argument('<id>')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const g = globals(cmd);
+      const task = await retryTask(await connect(g), id);
+      print(g, task, () => `${describeTask(task)}\n  follow:   taskhandle watch ${task.id}`);
     });
 
   cli

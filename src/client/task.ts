@@ -31,12 +31,15 @@ export interface ClientTask<Result = unknown> {
   runAt: string | null;
   /** The error of the last failed attempt, kept while retrying. */
   lastError: { code: string; message: string } | null;
+  /** What the owner said the task is for, set at start. */
+  labels: Record<string, string>;
 }
 
 /** The fields every query of the client selects: everything the owner may see. */
 export const TASK_FIELDS = `id kind status statusMessage progress createdAt lastUpdatedAt ttlMs
   expiresAt pollIntervalMs version input result error { code message }
-  inputRequest { key message schema } attempt maxAttempts runAt lastError { code message }`;
+  inputRequest { key message schema } attempt maxAttempts runAt lastError { code message }
+  labels`;
 
 export const isTerminal = (status: TaskStatus): boolean =>
   status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELLED';

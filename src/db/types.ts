@@ -61,6 +61,9 @@ export interface TasksTable {
   last_error: TaskFailure | null;
   /** Why an unleased WORKING task is not claimable now: its time, or its key's limit. */
   hold: 'time' | 'key' | null;
+  // DESIGN §15 (migrations/0005_labels.sql).
+  labels: Defaulted<Record<string, string>>;
+  retry_of: string | null;
 }
 
 export type TaskRow = Selectable<TasksTable>;
@@ -101,6 +104,15 @@ export interface TaskDeliveriesTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+/** One label of a task, in its owner's newest-first order: what a label filter walks. */
+export interface TaskLabelsTable {
+  owner: string;
+  key: string;
+  value: string;
+  created_at: ColumnType<Date, Date | string, Date | string>;
+  task_id: string;
+}
+
 export type WebhookRow = Selectable<TaskWebhooksTable>;
 export type DeliveryRow = Selectable<TaskDeliveriesTable>;
 
@@ -108,6 +120,7 @@ export interface Database {
   tasks: TasksTable;
   task_webhooks: TaskWebhooksTable;
   task_deliveries: TaskDeliveriesTable;
+  task_labels: TaskLabelsTable;
 }
 
 /** What a query runs on: the process's Kysely instance or a transaction on it. */

@@ -10,8 +10,18 @@ export class AuditLog {
   constructor(private readonly log: Logger) {}
 
   /** The one audit line of a task operation; `principal` is null without a valid token. */
-  line(principal: string | null, operation: string, taskId: string | null, outcome: string): void {
-    this.log.info({ audit: true, principal, operation, taskId, outcome }, 'task operation');
+  line(
+    principal: string | null,
+    operation: string,
+    taskId: string | null,
+    outcome: string,
+    /** More for the same line: a bulk operation's filter and counts. */
+    detail?: Record<string, unknown>,
+  ): void {
+    this.log.info(
+      { ...detail, audit: true, principal, operation, taskId, outcome },
+      'task operation',
+    );
   }
 
   /** An operation refused before the service: `taskId` is kept only when it has the shape of one. */
@@ -38,12 +48,12 @@ export class AuditLog {
     operation: string,
     taskId: string | null,
     run: () => Promise<T>,
-    describe: (value: T) => [string | null, string],
+    describe: (value: T) => [string | null, string, Record<string, unknown>?],
   ): Promise<T> {
     try {
       const value = await run();
-      const [id, outcome] = describe(value);
-      this.line(principal, operation, id ?? taskId, outcome);
+      const [id, outcome, detail] = describe(value);
+      this.line(principal, operation, id ?? taskId, outcome, detail);
       return value;
     } catch (err) {
       this.line(principal, operation, taskId, err instanceof ServiceError ? err.code : 'error');

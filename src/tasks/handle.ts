@@ -22,6 +22,10 @@ export interface TaskHandle {
   runAt?: string;
   /** The last failed attempt's error, while retrying and after. */
   lastError?: Task['lastError'];
+  /** DESIGN §15: in every handle, `{}` when none were given. */
+  labels: Record<string, string>;
+  /** The task this one runs again, when it is a re-run. */
+  retryOf?: string;
 }
 
 /** A status monitor's view: the handle plus what `viewer` may see of the outcome. */
@@ -43,6 +47,8 @@ export function handleOf(task: Task): TaskHandle {
     pollIntervalMs: task.pollIntervalMs,
     attempt: task.attempt,
     maxAttempts: task.maxAttempts,
+    labels: task.labels,
+    ...(task.retryOf ? { retryOf: task.retryOf } : {}),
   };
   if (task.runAt) handle.runAt = task.runAt.toISOString();
   if (task.lastError) handle.lastError = task.lastError;

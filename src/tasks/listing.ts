@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import type { CheckedFilter } from './filter.js';
 import type { TaskPage } from './requests.js';
 import { listTasks } from './sql/list.js';
 import type { TaskStatus } from './status.js';
@@ -11,20 +12,22 @@ export interface PageRequest {
   /** A cursor from an earlier page's `endCursor`. */
   after?: string | null | undefined;
   statuses?: readonly TaskStatus[] | null | undefined;
+  filter?: CheckedFilter | null | undefined;
 }
 
 /**
- * One page of `owner`'s unexpired tasks (null: everyone's), newest first.
+ * One page of `owner`'s unexpired tasks, newest first.
  * @throws ServiceError BAD_USER_INPUT for a malformed cursor
  */
 export async function listPage(
   db: Kysely<Database>,
-  owner: string | null,
+  owner: string,
   request: PageRequest,
 ): Promise<TaskPage> {
   const { rows, hasNextPage } = await listTasks(db, {
     owner,
     statuses: request.statuses ?? null,
+    filter: request.filter ?? null,
     first: request.first,
     after: request.after ? decodeCursor(request.after) : null,
   });

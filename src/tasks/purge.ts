@@ -20,7 +20,7 @@ export interface PurgeOptions {
 }
 
 /**
- * Deletes expired tasks, with their webhooks and deliveries, in batches of `batchSize`, each
+ * Deletes expired tasks, with their labels, webhooks and deliveries, in batches of `batchSize`, each
  * batch its own short statement that skips rows locked by anyone else (a worker mid-write,
  * another purging process) instead of waiting for them, until a batch comes back short.
  * @returns rows deleted
@@ -58,6 +58,8 @@ export async function purgeExpired(
         returning id
       ), webhooks as (
         delete from task_webhooks where task_id in (select id from gone)
+      ), labels as (
+        delete from task_labels where task_id in (select id from gone)
       ), deliveries as (
         delete from task_deliveries
         where id in (select id from free) and task_id in (select id from gone)

@@ -1,3 +1,4 @@
+import type { TaskFilter } from './filter.js';
 import type { RetryPolicy } from './retry.js';
 import type { TaskStatus } from './status.js';
 import type { Task } from './task.js';
@@ -33,6 +34,8 @@ export interface StartRequest {
   concurrencyLimit?: number | null;
   /** Overrides the kind's retry policy, field by field. */
   retry?: Partial<Record<keyof RetryPolicy, number | null>> | null;
+  /** DESIGN §15: checked by `checkLabels`. */
+  labels?: unknown;
 }
 
 export interface ListRequest {
@@ -41,7 +44,20 @@ export interface ListRequest {
   statuses?: readonly TaskStatus[] | null;
   /** Admins only: whose tasks to list. Default: the caller's own. */
   owner?: string | null;
+  /** DESIGN §15; its `owner`, if any, counts as the one above. */
+  filter?: TaskFilter | null;
 }
+
+/** What `cancelTasks` did (DESIGN §15). */
+export interface CancelManyResult {
+  /** The actor's (or named owner's) tasks the filter matched, terminal ones included. */
+  matched: number;
+  /** Those this call cancelled, each CANCELLED before the answer. */
+  cancelled: number;
+}
+
+/** Most entries one `startTasks` call may carry. */
+export const MAX_BATCH_SIZE = 100;
 
 export interface TaskPage {
   tasks: Task[];

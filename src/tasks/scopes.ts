@@ -17,6 +17,10 @@ export const SCOPE_OF = {
   provideTaskInput: SCOPES.write,
   attachWebhook: SCOPES.write,
   detachWebhook: SCOPES.write,
+  // DESIGN §15.
+  startTasks: SCOPES.write,
+  cancelTasks: SCOPES.write,
+  retryTask: SCOPES.write,
   task: SCOPES.read,
   tasks: SCOPES.read,
   taskUpdated: SCOPES.read,

@@ -1,29 +1,45 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from '../db/types.js';
+import type { Database, Executor } from '../db/types.js';
 import { notFound, ServiceError } from '../errors.js';
 import { AuditLog } from './audit.js';
 import { checkAwaiting } from './awaiting.js';
+import type { ListPosition } from './cursor.js';
 import type { TaskEvents } from './events/hub.js';
 import { subscribeToOwner } from './events/owner-subscription.js';
 import { subscribeToTask } from './events/subscription.js';
+import { checkFilter, isEmptyFilter, type TaskFilter } from './filter.js';
 import { type KindRegistry, type TaskKind, validateAgainst } from './kinds.js';
 import { listPage } from './listing.js';
 import { resolveManagedWork } from './managed.js';
 import { RateLimiter } from './rate-limit.js';
 import { listRecent, type RecentPage, type RecentRequest } from './recent.js';
-import type { Actor, ListRequest, RetentionPolicy, StartRequest, TaskPage } from './requests.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './requests.js';
+import type {
+  Actor,
+  CancelManyResult,
+  ListRequest,
+  RetentionPolicy,
+  StartRequest,
+  TaskPage,
+} from './requests.js';
+import { DEFAULT_PAGE_SIZE, MAX_BATCH_SIZE, MAX_PAGE_SIZE } from './requests.js';
 import { type Operation, SCOPE_OF } from './scopes.js';
 import { answerTask } from './sql/answer.js';
 import { cancelTask } from './sql/cancel.js';
+import { cancelBatch, countMatching } from './sql/cancel-many.js';
 import { findVisibleTask } from './sql/find.js';
-import { insertTask } from './sql/insert.js';
+import { insertTask, type NewTask } from './sql/insert.js';
 import { type Task, toTask, visible } from './task.js';
-import { checkId, checkIdempotencyKey, checkInputKey, checkPayload } from './validation.js';
+import {
+  checkId,
+  checkIdempotencyKey,
+  checkInputKey,
+  checkLabels,
+  checkPayload,
+} from './validation.js';
 import type { WebhookRequest } from './webhooks/rules.js';
-import { attachedAtStart } from './webhooks/store.js';
+import { attachedAtStart, type NewWebhook } from './webhooks/store.js';
 import { TaskWebhooks } from './webhooks/task-webhooks.js';
 
 /** The request and answer shapes live beside the service; importers keep this path. */
@@ -90,7 +106,7 @@ export class TaskService {
     operation: string,
     taskId: string | null,
     run: () => Promise<T>,
-    describe: (value: T) => [string | null, string],
+    describe: (value: T) => [string | null, string, Record<string, unknown>?],
   ): Promise<T> {
     const limited = async () => {
       this.rateLimiter.take(actor.id); // RATE_LIMITED, audited like any other refusal
@@ -114,50 +130,57 @@ export class TaskService {
       actor,
       'startTask',
       null,
-      async () => {
-        const kind = this.kinds.require(request.kind);
-        const input = request.input ?? {};
-        checkPayload(input, 'input');
-        validateAgainst(kind.inputSchema, input, `input of kind ${kind.name}`);
-        const key = checkIdempotencyKey(request.idempotencyKey ?? null);
-        if (request.ttlMs != null && !Number.isFinite(request.ttlMs))
-          throw new ServiceError('BAD_USER_INPUT', 'ttlMs must be a number.');
-        const ttlMs = this.clampTtl(request.ttlMs, kind.ttlMs);
-        const now = Date.now();
-        const managed = resolveManagedWork(
-          request,
-          kind,
-          this.retention.maxTtlMs,
-          now,
-          now + ttlMs,
-        );
-        const webhook = request.webhook == null ? null : this.webhooks.prepare(request.webhook);
-        // With a webhook, the task, the webhook and its first delivery commit in one statement.
-        const outcome = await insertTask(
-          this.db,
-          {
-            id: randomUUID(),
-            owner: actor.id,
-            kind: kind.name,
-            input,
-            ttlMs,
-            pollIntervalMs: kind.pollIntervalMs,
-            timeoutMs: kind.timeoutMs,
-            idempotencyKey: key,
-            ...managed,
-          },
-          webhook ? attachedAtStart(webhook) : undefined,
-        );
-        if (!outcome.created && !outcome.sameRequest) {
-          throw new ServiceError(
-            'IDEMPOTENCY_KEY_REUSED',
-            'This idempotency key was used before with another kind or input.',
-          );
-        }
-        return { task: toTask(outcome.row), created: outcome.created };
-      },
+      () => this.store(this.db, this.prepare(actor, request)),
       ({ task, created }) => [task.id, created ? 'created' : 'replayed'],
     );
+  }
+
+  /** Every check of a start request, and the row it will store; touches no database. */
+  private prepare(actor: Actor, request: StartRequest): PreparedStart {
+    const kind = this.kinds.require(request.kind);
+    const input = request.input ?? {};
+    checkPayload(input, 'input');
+    validateAgainst(kind.inputSchema, input, `input of kind ${kind.name}`);
+    const key = checkIdempotencyKey(request.idempotencyKey ?? null);
+    if (request.ttlMs != null && !Number.isFinite(request.ttlMs))
+      throw new ServiceError('BAD_USER_INPUT', 'ttlMs must be a number.');
+    const ttlMs = this.clampTtl(request.ttlMs, kind.ttlMs);
+    const now = Date.now();
+    const managed = resolveManagedWork(request, kind, this.retention.maxTtlMs, now, now + ttlMs);
+    const labels = checkLabels(request.labels);
+    const webhook = request.webhook == null ? null : this.webhooks.prepare(request.webhook);
+    return {
+      task: {
+        id: randomUUID(),
+        owner: actor.id,
+        kind: kind.name,
+        input,
+        ttlMs,
+        pollIntervalMs: kind.pollIntervalMs,
+        timeoutMs: kind.timeoutMs,
+        idempotencyKey: key,
+        ...managed,
+        labels,
+        retryOf: null,
+      },
+      webhook,
+    };
+  }
+
+  /** Stores a prepared task on `db` (the process's pool, or a batch's transaction). */
+  private async store(
+    db: Executor,
+    { task, webhook }: PreparedStart,
+  ): Promise<{ task: Task; created: boolean }> {
+    // With a webhook, the task, the webhook and its first delivery commit in one statement.
+    const outcome = await insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined);
+    if (!outcome.created && !outcome.sameRequest) {
+      throw new ServiceError(
+        'IDEMPOTENCY_KEY_REUSED',
+        'This idempotency key was used before with another kind or input.',
+      );
+    }
+    return { task: toTask(outcome.row), created: outcome.created };
   }
 
   /** `null`: unknown, expired, or not the actor's. */
@@ -185,16 +208,12 @@ export class TaskService {
         if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE_SIZE) {
           throw new ServiceError('BAD_USER_INPUT', `first must be between 1 and ${MAX_PAGE_SIZE}.`);
         }
-        if (request.owner != null && request.owner !== actor.id && !actor.admin) {
-          throw new ServiceError(
-            'FORBIDDEN',
-            'Only admins may list the tasks of another principal.',
-          );
-        }
-        return listPage(this.db, request.owner ?? actor.id, {
+        const owner = ownerFor(actor, request.owner ?? request.filter?.owner, 'list');
+        return listPage(this.db, owner, {
           first,
           after: request.after,
           statuses: request.statuses,
+          filter: checkFilter(request.filter),
         });
       },
       (page) => [null, `ok:${page.tasks.length}`],
@@ -283,6 +302,122 @@ export class TaskService {
   }
 
   /**
+   * Starts up to MAX_BATCH_SIZE tasks in one transaction: every entry is checked before any
+   * is stored, and a refused entry (named by its 0-based index) stores nothing. Each entry's
+   * idempotency key is honoured as by `start`, within the batch too.
+   */
+  startMany(actor: Actor, requests: readonly StartRequest[]): Promise<Task[]> {
+    return this.audited(
+      actor,
+      'startTasks',
+      null,
+      async () => {
+        if (!Array.isArray(requests) || requests.length === 0 || requests.length > MAX_BATCH_SIZE)
+          throw new ServiceError(
+            'BAD_USER_INPUT',
+            `A batch holds 1 to ${MAX_BATCH_SIZE} tasks; start more in several calls.`,
+          );
+        const prepared = requests.map((request, index) =>
+          atEntry(index, () => this.prepare(actor, request)),
+        );
+        return this.db.transaction().execute(async (trx) => {
+          const tasks: Task[] = [];
+          for (const [index, entry] of prepared.entries())
+            tasks.push((await atEntry(index, () => this.store(trx, entry))).task);
+          return tasks;
+        });
+      },
+      (tasks) => [null, `ok:${tasks.length}`],
+    );
+  }
+
+  /**
+   * Cancels every active task of the actor (admins: of `filter.owner`) that meets the filter,
+   * in batches of CANCEL_BATCH_SIZE, each handler aborted as by `cancel`. Audited once, with
+   * the filter and the counts.
+   * @throws ServiceError BAD_USER_INPUT for a filter with no condition
+   */
+  cancelMany(actor: Actor, filter: TaskFilter): Promise<CancelManyResult> {
+    return this.audited(
+      actor,
+      'cancelTasks',
+      null,
+      async () => {
+        const owner = ownerFor(actor, filter?.owner, 'cancel');
+        const checked = checkFilter(filter);
+        if (isEmptyFilter(checked))
+          throw new ServiceError(
+            'BAD_USER_INPUT',
+            'The filter names no condition; to cancel every task, name the statuses.',
+          );
+        const matched = await countMatching(this.db, owner, checked);
+        let cancelled = 0;
+        let after: ListPosition | null = null;
+        do {
+          const batch = await cancelBatch(this.db, owner, checked, after, CANCEL_BATCH_SIZE);
+          for (const { id, version } of batch.cancelled) this.events.committed(id, version);
+          cancelled += batch.cancelled.length;
+          after = batch.next;
+        } while (after);
+        return { matched, cancelled, owner, filter: checked };
+      },
+      ({ matched, cancelled, owner, filter }) => [
+        null,
+        'cancelled',
+        { owner, filter, matched, cancelled },
+      ],
+    ).then(({ matched, cancelled }) => ({ matched, cancelled }));
+  }
+
+  /**
+   * Starts a FAILED or CANCELLED task of the actor again as a new task linked by `retryOf`
+   * (same kind, input and labels, a fresh retention); the old one stays as it was.
+   * @throws ServiceError TASK_NOT_RETRYABLE for a task still active, or completed
+   */
+  retry(actor: Actor, id: string): Promise<Task> {
+    return this.audited(
+      actor,
+      'retryTask',
+      id,
+      async () => {
+        const row = await findVisibleTask(this.db, checkId(id), actor.id);
+        if (!row) throw notFound();
+        if (row.status !== 'failed' && row.status !== 'cancelled')
+          throw new ServiceError(
+            'TASK_NOT_RETRYABLE',
+            `The task is ${row.status}; only failed or cancelled tasks can be run again.`,
+          );
+        const kind = this.kinds.require(row.kind);
+        const outcome = await insertTask(this.db, {
+          id: randomUUID(),
+          owner: row.owner,
+          kind: kind.name,
+          input: row.input,
+          ttlMs: row.ttl_ms,
+          pollIntervalMs: kind.pollIntervalMs,
+          timeoutMs: kind.timeoutMs,
+          idempotencyKey: null,
+          labels: row.labels,
+          retryOf: row.id,
+          // A re-run starts at once, managed as the original was (DESIGN §15).
+          runAt: null,
+          priority: row.priority,
+          concurrencyKey: row.concurrency_key,
+          concurrencyLimit: row.concurrency_limit,
+          retry: {
+            maxAttempts: row.max_attempts,
+            initialDelayMs: row.retry_initial_delay_ms,
+            factor: row.retry_factor,
+            maxDelayMs: row.retry_max_delay_ms,
+          },
+        });
+        return toTask(outcome.row);
+      },
+      (task) => [task.id, 'created'],
+    );
+  }
+
+  /**
    * The task's current state, then every later version in increasing order; ends after the
    * final state, or when the task expires or is deleted, or at `until` (epoch ms).
    * @throws ServiceError NOT_FOUND, before anything is sent, for a task the actor cannot see
@@ -304,7 +439,7 @@ export class TaskService {
    */
   subscribeAll(
     actor: Actor,
-    request: Pick<ListRequest, 'statuses' | 'owner'>,
+    request: Pick<ListRequest, 'statuses' | 'owner' | 'filter'>,
     until?: number,
   ): Promise<AsyncIterableIterator<Task>> {
     return this.audited(
@@ -312,19 +447,52 @@ export class TaskService {
       'tasksUpdated',
       null,
       async () => {
-        if (request.owner != null && request.owner !== actor.id && !actor.admin)
-          throw new ServiceError(
-            'FORBIDDEN',
-            'Only admins may follow the tasks of another principal.',
-          );
-        const owner = request.owner ?? actor.id;
+        const owner = ownerFor(actor, request.owner ?? request.filter?.owner, 'follow');
         return subscribeToOwner(
           this.events,
-          { owner, statuses: request.statuses, until },
+          { owner, statuses: request.statuses, filter: checkFilter(request.filter), until },
           this.log,
         );
       },
       () => [null, 'subscribed'],
     );
   }
+}
+
+/** The stored form of a start request, checked: what `store` writes. */
+interface PreparedStart {
+  task: NewTask;
+  webhook: NewWebhook | null;
+}
+
+/** Rows one bulk-cancel statement may lock at most. */
+export const CANCEL_BATCH_SIZE = 250;
+
+/**
+ * Whose tasks an operation is about: `named` when it is the actor or the actor is an admin.
+ * @throws ServiceError FORBIDDEN when a non-admin names another principal
+ */
+function ownerFor(actor: Actor, named: string | null | undefined, verb: string): string {
+  if (named != null && named !== actor.id && !actor.admin)
+    throw new ServiceError('FORBIDDEN', `Only admins may ${verb} the tasks of another principal.`);
+  return named ?? actor.id;
+}
+
+/** Runs one batch entry's step; a refusal names the entry (`extensions.index`, "entry 37"). */
+function atEntry<T>(index: number, step: () => T): T {
+  try {
+    const value = step();
+    if (value instanceof Promise)
+      return value.catch((err: unknown) => {
+        throw indexed(index, err);
+      }) as T;
+    return value;
+  } catch (err) {
+    throw indexed(index, err);
+  }
+}
+
+function indexed(index: number, err: unknown): unknown {
+  if (!(err instanceof ServiceError)) return err;
+  return new ServiceError(err.code, `entry ${index}: ${err.message}`, { ...err.details, index });
 }

@@ -33,6 +33,10 @@ export interface Task {
   concurrencyLimit: number | null;
   /** The error of the last failed attempt, kept while retrying. */
   lastError: TaskFailure | null;
+  /** Set at start, never changed (DESIGN §15); `{}` when none were given. */
+  labels: Record<string, string>;
+  /** The task this one runs again (retryTask), if any. */
+  retryOf: string | null;
 }
 
 /** The longest a poller is asked to wait, however long a person takes. */
@@ -90,6 +94,8 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     concurrencyKey: row.concurrency_key,
     concurrencyLimit: row.concurrency_limit,
     lastError: row.last_error,
+    labels: row.labels ?? {},
+    retryOf: row.retry_of ?? null,
   };
 }
 

@@ -100,3 +100,38 @@ export function checkInputKey(key: string): string {
     throw new ServiceError('BAD_USER_INPUT', 'Malformed input key.');
   return key;
 }
+
+/** Most labels one task may carry (DESIGN §15). */
+export const MAX_LABELS = 16;
+const LABEL_KEY = /^[a-z0-9][a-z0-9._/-]{0,62}$/;
+const LABEL_VALUE = /^[\x20-\x7e]{1,255}$/;
+
+/**
+ * A task's labels (DESIGN §15): an object of at most MAX_LABELS string values, keys
+ * `[a-z0-9][a-z0-9._/-]{0,62}`, values 1..255 printable characters. `what` names the field
+ * in the message (`labels`, `filter.labels`).
+ * @returns the labels, `{}` for null or undefined
+ */
+export function checkLabels(labels: unknown, what = 'labels'): Record<string, string> {
+  if (labels === undefined || labels === null) return {};
+  if (typeof labels !== 'object' || Array.isArray(labels))
+    refuse(what, 'must be an object of string values.');
+  const prototype = Object.getPrototypeOf(labels);
+  if (prototype !== Object.prototype && prototype !== null)
+    refuse(what, 'must be an object of string values.');
+  const entries = Object.entries(labels);
+  if (entries.length > MAX_LABELS) refuse(what, `may hold at most ${MAX_LABELS} labels.`);
+  const checked: Record<string, string> = {};
+  for (const [key, value] of entries) {
+    if (!LABEL_KEY.test(key))
+      refuse(
+        what,
+        `key ${JSON.stringify(key.slice(0, 80))} must match [a-z0-9][a-z0-9._/-]{0,62}.`,
+      );
+    if (typeof value !== 'string') refuse(`${what}.${key}`, 'must be a string.');
+    if (!LABEL_VALUE.test(value))
+      refuse(`${what}.${key}`, 'must be 1 to 255 printable ASCII characters.');
+    checked[key] = value;
+  }
+  return checked;
+}

@@ -15,6 +15,7 @@ const quick = holdWith({ name: 'quick', pollIntervalMs: 200 });
 export const HANDLE_KEYS = [
   'attempt',
   'createdAt',
+  'labels',
   'lastUpdatedAt',
   'maxAttempts',
   'pollIntervalMs',

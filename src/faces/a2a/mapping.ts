@@ -121,9 +121,13 @@ export function toA2ATask(task: Task, viewer: Actor): A2ATask {
       progress: task.progress,
       version: task.version,
       ...workMetadata(task),
+      [LABELS_KEY]: task.labels,
     },
   };
 }
+
+/** Where a task's labels (DESIGN §15) travel: the start message's and every task's metadata. */
+export const LABELS_KEY = 'taskhandle/labels';
 
 export const taskEvent = (task: Task, viewer: Actor): StreamResponse => ({
   payload: { $case: 'task', value: toA2ATask(task, viewer) },

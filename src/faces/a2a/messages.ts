@@ -12,7 +12,7 @@ import { isTerminal } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
 import type { WebhookRequest } from '../../tasks/webhooks/rules.js';
 import type { Caller } from './context.js';
-import { firstData, taskIdOf } from './mapping.js';
+import { firstData, LABELS_KEY, taskIdOf } from './mapping.js';
 import type { PushConfigs } from './push.js';
 import { webhookRequestOf } from './push-configs.js';
 
@@ -83,6 +83,7 @@ export class Messages {
       // The principal's one key space, shared with REST's Idempotency-Key.
       idempotencyKey: message.messageId,
       webhook,
+      labels: message.metadata?.[LABELS_KEY],
     });
     return task;
   }

@@ -6,11 +6,12 @@ import type { InputRequest, TaskFailure, TaskStatus } from '../../tasks/status.j
 import type { Task } from '../../tasks/task.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
 import { builder, type Context } from './builder.js';
+import { TaskFilterInput, taskFilterOf } from './task-filter.js';
 import { TaskWebhookInput } from './webhook-input.js';
 import { managedWork, RetryPolicyInput } from './work-input.js';
 
 /** The caller as the domain sees it. Field scopes have already required a principal. */
-function actor(context: Context) {
+export function actor(context: Context) {
   if (!context.principal)
     throw context.authError ?? new ServiceError('UNAUTHENTICATED', 'Authentication required.');
   return toActor(context.principal);
@@ -104,6 +105,16 @@ export const TaskRef = builder.objectRef<Task>('Task').implement({
       authScopes: { admin: true },
       unauthorizedResolver: () => null,
     }),
+    // DESIGN §15: whoever may see the task (its owner, an admin) reads its labels.
+    labels: t.field({
+      type: 'JSON',
+      description: 'Set at start, never changed: an object of string values.',
+      resolve: (task) => task.labels,
+    }),
+    retryOf: t.exposeID('retryOf', {
+      nullable: true,
+      description: 'The failed or cancelled task this one runs again (retryTask).',
+    }),
   }),
 });
 
@@ -138,7 +149,7 @@ const TaskEdgeRef = builder.objectRef<{ cursor: string; node: Task }>('TaskEdge'
   }),
 });
 
-const TaskConnectionRef = builder
+export const TaskConnectionRef = builder
   .objectRef<{
     edges: Array<{ cursor: string; node: Task }>;
     pageInfo: {
@@ -155,7 +166,7 @@ const TaskConnectionRef = builder
     }),
   });
 
-const StartTaskInput = builder.inputType('StartTaskInput', {
+export const StartTaskInput = builder.inputType('StartTaskInput', {
   fields: (t) => ({
     kind: t.string({ required: true }),
     input: t.field({ type: 'JSON' }),
@@ -181,6 +192,11 @@ const StartTaskInput = builder.inputType('StartTaskInput', {
         "1..1000: at most this many of the kind and key run at once (default: the kind's).",
     }),
     retry: t.field({ type: RetryPolicyInput, description: "Overrides the kind's retry policy." }),
+    labels: t.field({
+      type: 'JSON',
+      description:
+        'At most 16 string values; keys [a-z0-9][a-z0-9._/-]{0,62}, values 1..255 printable characters.',
+    }),
   }),
 });
 
@@ -208,6 +224,7 @@ builder.queryFields((t) => ({
       owner: t.arg.string({
         description: 'Admins only: list this principal’s tasks instead of your own.',
       }),
+      filter: t.arg({ type: TaskFilterInput }),
     },
     resolve: async (_root, args, context) => {
       const page = await context.tasks.list(actor(context), {
@@ -215,6 +232,7 @@ builder.queryFields((t) => ({
         after: args.after ?? null,
         statuses: (args.status as TaskStatus[] | null | undefined) ?? null,
         owner: args.owner ?? null,
+        filter: taskFilterOf(args.filter),
       });
       const edges = page.tasks.map((node) => ({ cursor: encodeCursor(node), node }));
       return {
@@ -252,6 +270,7 @@ builder.mutationFields((t) => ({
           ? { url: input.webhook.url, secret: input.webhook.secret ?? null }
           : null,
         ...managedWork(input),
+        labels: input.labels,
       });
       return task;
     },
@@ -294,6 +313,10 @@ builder.subscriptionFields((t) => ({
     args: {
       status: t.arg({ type: [TaskStatusEnum], description: 'Only changes into these statuses.' }),
       owner: t.arg.string({ description: 'Admins only: follow this principal’s tasks.' }),
+      filter: t.arg({
+        type: TaskFilterInput,
+        description: 'Only changes that leave a task meeting this filter.',
+      }),
     },
     subscribe: (_root, args, context) =>
       context.tasks.subscribeAll(
@@ -301,6 +324,7 @@ builder.subscriptionFields((t) => ({
         {
           statuses: (args.status as TaskStatus[] | null | undefined) ?? null,
           owner: args.owner ?? null,
+          filter: taskFilterOf(args.filter),
         },
         context.streamUntil,
       ),

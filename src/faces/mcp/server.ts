@@ -26,6 +26,8 @@ import { type Ask, awaitFinal } from './await-final.js';
 import type { Shutdown } from './sessions.js';
 import {
   callToolResultOf,
+  LABELS_META_KEY,
+  labelsMeta,
   mcpTaskOf,
   RpcError,
   refusedCall,
@@ -140,7 +142,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
   server.setRequestHandler(
     CallToolRequestSchema,
     guarded('tools/call', async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
-      const { name, arguments: input, task: taskParams } = request.params;
+      const { name, arguments: input, task: taskParams, _meta: meta } = request.params;
       if (!tasks.listKinds().some((kind) => kind.name === name)) {
         throw new RpcError(-32602, `Unknown tool ${JSON.stringify(name)}.`);
       }
@@ -150,6 +152,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
           kind: name,
           input: input ?? {},
           ttlMs: taskParams?.ttl ?? null,
+          labels: meta?.[LABELS_META_KEY],
         });
       } catch (err) {
         // Without `task` the caller wants the tool's answer: a refused argument is one.
@@ -158,7 +161,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
         }
         throw err;
       }
-      if (taskParams) return { task: mcpTaskOf(started.task) };
+      if (taskParams) return { task: mcpTaskOf(started.task), _meta: labelsMeta(started.task) };
       return finalResult(extra, started.task.id);
     }),
   );
@@ -168,7 +171,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
     guarded('tasks/get', async (request, extra) => {
       const task = await tasks.get(actorOf(extra), taskIdOf(request.params));
       if (!task) throw taskNotFound();
-      return mcpTaskOf(task);
+      return { ...mcpTaskOf(task), _meta: labelsMeta(task) };
     }),
   );
 
@@ -184,9 +187,19 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
       if (cursor !== undefined && typeof cursor !== 'string') {
         throw new RpcError(-32602, 'Malformed cursor.');
       }
-      const page = await tasks.list(actorOf(extra), { first: LIST_PAGE, after: cursor ?? null });
+      // Labels in the request's _meta filter the list (every pair must match).
+      const labels = (request.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.[
+        LABELS_META_KEY
+      ];
+      const page = await tasks.list(actorOf(extra), {
+        first: LIST_PAGE,
+        after: cursor ?? null,
+        filter: labels === undefined ? null : { labels: labels as Record<string, string> },
+      });
       return {
         tasks: page.tasks.map(mcpTaskOf),
+        // MCP's Task has no _meta: the labels of the page's tasks go in the result's, by id.
+        _meta: { [LABELS_META_KEY]: Object.fromEntries(page.tasks.map((t) => [t.id, t.labels])) },
         ...(page.hasNextPage && page.endCursor ? { nextCursor: page.endCursor } : {}),
       };
     }),
@@ -204,7 +217,8 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
           code: 'TASK_TERMINAL',
         });
       }
-      return mcpTaskOf(await tasks.cancel(actorOf(extra), taskId));
+      const cancelled = await tasks.cancel(actorOf(extra), taskId);
+      return { ...mcpTaskOf(cancelled), _meta: labelsMeta(cancelled) };
     }),
   );
 

@@ -46,6 +46,14 @@ export function mcpTaskOf(task: Task): McpTask {
   };
 }
 
+/** Where a task's labels (DESIGN §15) travel: `tools/call`'s `_meta`, and every task result's. */
+export const LABELS_META_KEY = 'taskhandle/labels';
+
+/** The `_meta` of a result carrying one task: its labels (MCP's Task has no room of its own). */
+export function labelsMeta(task: Task): Record<string, unknown> {
+  return { [LABELS_META_KEY]: task.labels };
+}
+
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 

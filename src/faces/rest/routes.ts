@@ -14,10 +14,11 @@ import {
 } from '../../http/refusal.js';
 import { handleOf, reportOf, retryAfterSeconds } from '../../tasks/handle.js';
 import type { Operation } from '../../tasks/scopes.js';
-import type { Actor, TaskService } from '../../tasks/service.js';
-import { TASK_STATUSES, type TaskStatus } from '../../tasks/status.js';
+import type { Actor, StartRequest, TaskService } from '../../tasks/service.js';
 import type { Task } from '../../tasks/task.js';
 import { isTaskId } from '../../tasks/validation.js';
+import { filterOfQuery } from './filter.js';
+import { manyRoutes } from './many.js';
 import { managedWorkOf } from './work-body.js';
 
 /**
@@ -69,14 +70,22 @@ function webhookOf(value: unknown): { url: string; secret?: string | null } | nu
   return { url: url as string, secret: (secret as string | null | undefined) ?? null };
 }
 
-function parseStatuses(raw: string | null): TaskStatus[] | null {
-  if (!raw) return null;
-  const statuses = raw.split(',').map((s) => s.trim().toLowerCase());
-  for (const status of statuses) {
-    if (!TASK_STATUSES.includes(status as TaskStatus))
-      throw new ServiceError('BAD_USER_INPUT', `Unknown status ${JSON.stringify(status)}.`);
-  }
-  return statuses as TaskStatus[];
+/** A start request from a body (`POST /v1/jobs`, or one entry of `POST /v1/jobs/batch`). */
+function startRequestOf(
+  body: Record<string, unknown>,
+  idempotencyKey: string | null,
+): StartRequest {
+  if (typeof body.kind !== 'string')
+    throw new ServiceError('BAD_USER_INPUT', 'kind must be a string.');
+  return {
+    kind: body.kind,
+    input: body.input,
+    ttlMs: optionalInt(body.ttlMs, 'ttlMs'),
+    idempotencyKey,
+    webhook: webhookOf(body.webhook),
+    ...managedWorkOf(body),
+    labels: body.labels,
+  };
 }
 
 export function createRestHandler(options: RestOptions) {
@@ -100,6 +109,8 @@ export function createRestHandler(options: RestOptions) {
     return actor;
   }
 
+  const routeMany = manyRoutes({ tasks, actorFor, readJson, retryAfter, startRequestOf });
+
   /** A path segment that cannot be a taskId names no task: 404, like any unknown id (not 422). */
   function taskIdOf(id: string): string {
     if (!isTaskId(id)) throw notFound();
@@ -114,17 +125,11 @@ export function createRestHandler(options: RestOptions) {
     if (parts.length === 2 && method === 'POST') {
       const actor = await actorFor(req, 'startTask');
       const body = await readJson(req);
-      if (typeof body.kind !== 'string')
-        throw new ServiceError('BAD_USER_INPUT', 'kind must be a string.');
       const key = req.headers['idempotency-key'];
-      const { task } = await tasks.start(actor, {
-        kind: body.kind,
-        input: body.input,
-        ttlMs: optionalInt(body.ttlMs, 'ttlMs'),
-        idempotencyKey: typeof key === 'string' ? key : null,
-        webhook: webhookOf(body.webhook),
-        ...managedWorkOf(body),
-      });
+      const { task } = await tasks.start(
+        actor,
+        startRequestOf(body, typeof key === 'string' ? key : null),
+      );
       return sendJson(res, 202, handleOf(task), {
         location: `/v1/jobs/${task.id}`,
         ...retryAfter(task),
@@ -136,7 +141,7 @@ export function createRestHandler(options: RestOptions) {
       const page = await tasks.list(actor, {
         first: limit === null ? null : Number(limit),
         after: url.searchParams.get('cursor'),
-        statuses: parseStatuses(url.searchParams.get('status')),
+        filter: filterOfQuery(url.searchParams),
       });
       const nextCursor = page.hasNextPage ? page.endCursor : null;
       const headers: Record<string, string> = {};
@@ -151,6 +156,14 @@ export function createRestHandler(options: RestOptions) {
         { tasks: page.tasks.map((t) => reportOf(t, actor)), nextCursor },
         headers,
       );
+    }
+    if (parts.length === 3 && id && method === 'POST') {
+      const handled = await routeMany(req, res, id, null);
+      if (handled) return;
+    }
+    if (parts.length === 4 && id && sub === 'retry' && method === 'POST') {
+      await routeMany(req, res, 'retry', taskIdOf(id));
+      return;
     }
     if (parts.length === 3 && id && method === 'GET') {
       const actor = await actorFor(req, 'task', id);
@@ -178,7 +191,7 @@ export function createRestHandler(options: RestOptions) {
         ? 'GET, POST'
         : parts.length === 3
           ? 'GET, DELETE'
-          : parts.length === 4 && sub === 'input'
+          : parts.length === 4 && (sub === 'input' || sub === 'retry')
             ? 'POST'
             : undefined;
     if (allowed) return sendMethodNotAllowed(res, allowed, `Use ${allowed}.`);

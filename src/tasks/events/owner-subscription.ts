@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
+import { type CheckedFilter, filterable, matches } from '../filter.js';
 import { isTerminal, type TaskStatus } from '../status.js';
 import { type Task, toTask } from '../task.js';
 import type { TaskEvents } from './hub.js';
@@ -12,6 +13,8 @@ export interface OwnerFeedOptions {
   owner: string;
   /** Only changes that leave a task in one of these statuses; null or empty: every change. */
   statuses?: readonly TaskStatus[] | null | undefined;
+  /** DESIGN §15: only changes that leave a task meeting this filter; judged on the row read. */
+  filter?: CheckedFilter | null | undefined;
   /** Epoch ms at which the stream ends (the subscriber's credentials expire). */
   until?: number | undefined;
 }
@@ -32,6 +35,7 @@ export function subscribeToOwner(
 ): AsyncIterableIterator<Task> {
   const { owner, until } = options;
   const statuses = options.statuses?.length ? new Set(options.statuses) : null;
+  const filter = options.filter ?? null;
   /** Highest version delivered or queued, per task not yet final. */
   const versions = new Map<string, number>();
   /** Tasks seen final, so that a slower read of an older version cannot follow; bounded. */
@@ -50,6 +54,7 @@ export function subscribeToOwner(
       if (finals.size > MAX_FINALS) finals.delete(finals.values().next().value as string);
     } else versions.set(row.id, row.version);
     if (statuses && !statuses.has(row.status)) return;
+    if (filter && !matches(filterable(row), filter)) return;
     pending.delete(row.id); // re-queued at the end: arrival order across tasks
     pending.set(row.id, row);
     wake?.();

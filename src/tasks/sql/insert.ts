@@ -19,6 +19,9 @@ export interface NewTask {
   concurrencyKey: string | null;
   concurrencyLimit: number | null;
   retry: RetryPolicy;
+  /** DESIGN §15: checked labels (`{}` for none) and the task this one runs again. */
+  labels?: Record<string, string>;
+  retryOf?: string | null;
 }
 
 export type InsertOutcome =
@@ -46,18 +49,23 @@ export async function insertTask(
         insert into tasks (id, owner, kind, input, ttl_ms, created_at, last_updated_at, expires_at,
                            poll_interval_ms, idempotency_key, max_attempts, timeout_ms, run_at, hold,
                            priority, concurrency_key, concurrency_limit, retry_initial_delay_ms,
-                           retry_factor, retry_max_delay_ms)
+                           retry_factor, retry_max_delay_ms, labels, retry_of)
         select ${task.id}::uuid, ${task.owner}, ${task.kind}, ${json(task.input)}, ${task.ttlMs}::int,
                 c.at, c.at, c.at + ${task.ttlMs}::int * interval '1 millisecond', ${task.pollIntervalMs}::int,
                 ${task.idempotencyKey}, ${task.retry.maxAttempts}::int, ${task.timeoutMs}::int,
                 greatest(c.at, c.run_at), case when c.run_at > c.at then 'time' end,
                 ${task.priority}::int, ${task.concurrencyKey}, ${task.concurrencyLimit}::int,
-                ${task.retry.initialDelayMs}::int, ${task.retry.factor}::float8, ${task.retry.maxDelayMs}::int
+                ${task.retry.initialDelayMs}::int, ${task.retry.factor}::float8, ${task.retry.maxDelayMs}::int,
+                ${json(task.labels ?? {})}, ${task.retryOf ?? null}::uuid
         -- millisecond precision: cursors and expiresAt round-trip through JS Dates exactly
         from (select date_trunc('milliseconds', now()) as at,
                      date_trunc('milliseconds', ${task.runAt}::timestamptz) as run_at) c
         on conflict (owner, idempotency_key) do nothing
         returning *
+      ), l as (
+        -- the label rows a label filter walks (migrations/0005_labels.sql)
+        insert into task_labels (owner, key, value, created_at, task_id)
+        select t.owner, e.key, e.value, t.created_at, t.id from t, jsonb_each_text(t.labels) e
       )${extra?.ctes ?? sql``}
       select t.*, ${notifyChanged} as notified, ${notifyReady} as ready${extra?.column ?? sql``}
       from t`.execute(db);
@@ -77,11 +85,11 @@ export async function insertTask(
     }
     if (found) {
       // The key's task is past its retention: it is gone, so the key is free. Drop the row early.
-      await db
-        .deleteFrom('tasks')
-        .where('id', '=', found.id)
-        .where('expires_at', '<=', sql<Date>`now()`)
-        .execute();
+      await sql`
+        with gone as (
+          delete from tasks where id = ${found.id}::uuid and expires_at <= now() returning id
+        )
+        delete from task_labels where task_id in (select id from gone)`.execute(db);
     }
   }
 }

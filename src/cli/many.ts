@@ -1,0 +1,67 @@
+import { ClientError, type ClientTask, type TaskhandleClient } from '../client/index.js';
+import { TASK_FIELDS } from '../client/task.js';
+import { CliError, explain } from './errors.js';
+
+/** DESIGN §15 from a shell: `start --batch` and `retry`. */
+
+/** Most entries one startTasks call takes; longer input is sent in several calls, in order. */
+const BATCH = 100;
+
+/** `--label key=value`, repeatable: the labels collected so far. */
+export function collectLabel(pair: string, labels: Record<string, string> = {}) {
+  const eq = pair.indexOf('=');
+  if (eq < 1) throw new CliError(`--label ${JSON.stringify(pair)} must be key=value.`);
+  return { ...labels, [pair.slice(0, eq)]: pair.slice(eq + 1) };
+}
+
+/** Reads NDJSON start inputs (one StartTaskInput object a line; blank lines skipped). */
+export async function readStartLines(stream: NodeJS.ReadableStream): Promise<unknown[]> {
+  let text = '';
+  for await (const chunk of stream) text += chunk.toString();
+  const entries: unknown[] = [];
+  for (const [i, line] of text.split('\n').entries()) {
+    if (line.trim() === '') continue;
+    try {
+      entries.push(JSON.parse(line));
+    } catch (err) {
+      throw new CliError(`line ${i + 1} of standard input is not JSON: ${(err as Error).message}`);
+    }
+  }
+  if (entries.length === 0) throw new CliError('standard input holds no task to start.');
+  return entries;
+}
+
+/**
+ * Starts every entry, BATCH at a time (each call all or nothing), calling `each` with every
+ * task started, in input order.
+ */
+export async function startBatch(
+  client: TaskhandleClient,
+  entries: readonly unknown[],
+  each: (task: ClientTask) => void,
+): Promise<void> {
+  for (let from = 0; from < entries.length; from += BATCH) {
+    const inputs = entries.slice(from, from + BATCH);
+    try {
+      const { startTasks } = await client.request<{ startTasks: ClientTask[] }>(
+        `mutation($inputs: [StartTaskInput!]!) { startTasks(inputs: $inputs) { ${TASK_FIELDS} } }`,
+        { inputs },
+      );
+      for (const task of startTasks) each(task);
+    } catch (err) {
+      if (err instanceof ClientError && from > 0) {
+        const failure = explain(err);
+        throw new CliError(`${failure.message} (lines before entry ${from} were started)`);
+      }
+      throw err;
+    }
+  }
+}
+
+export async function retryTask(client: TaskhandleClient, id: string): Promise<ClientTask> {
+  const { retryTask } = await client.request<{ retryTask: ClientTask }>(
+    `mutation($id: ID!) { retryTask(id: $id) { ${TASK_FIELDS} } }`,
+    { id },
+  );
+  return retryTask;
+}

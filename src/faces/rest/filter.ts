@@ -1,0 +1,82 @@
+import { ServiceError } from '../../errors.js';
+import type { TaskFilter } from '../../tasks/filter.js';
+import { TASK_STATUSES, type TaskStatus } from '../../tasks/status.js';
+
+/** DESIGN §15's filter as the REST face takes it: a query string, or a JSON body. */
+
+function refuse(message: string): never {
+  throw new ServiceError('BAD_USER_INPUT', message);
+}
+
+function statusesOf(values: readonly string[]): TaskStatus[] | null {
+  const statuses = values.map((s) => s.trim().toLowerCase()).filter(Boolean);
+  for (const status of statuses)
+    if (!TASK_STATUSES.includes(status as TaskStatus))
+      refuse(`Unknown status ${JSON.stringify(status)}.`);
+  return statuses.length ? (statuses as TaskStatus[]) : null;
+}
+
+function dateOf(value: unknown, name: string): Date | null {
+  if (value === undefined || value === null) return null;
+  const date = typeof value === 'string' ? new Date(value) : new Date(NaN);
+  if (Number.isNaN(date.getTime())) refuse(`${name} must be an ISO 8601 date and time.`);
+  return date;
+}
+
+/** Repeated or comma-separated values of one query parameter. */
+function listParam(params: URLSearchParams, name: string): string[] {
+  return params.getAll(name).flatMap((v) => v.split(','));
+}
+
+/**
+ * `GET /v1/jobs?status=&kind=&label=k:v&createdAfter=&createdBefore=&owner=`: `status` and
+ * `kind` repeat or take comma-separated values, `label=key:value` repeats.
+ */
+export function filterOfQuery(params: URLSearchParams): TaskFilter {
+  const labels: Record<string, string> = {};
+  for (const pair of params.getAll('label')) {
+    const colon = pair.indexOf(':');
+    if (colon < 1) refuse('label must be key:value.');
+    const key = pair.slice(0, colon);
+    if (key in labels && labels[key] !== pair.slice(colon + 1))
+      refuse(`label ${JSON.stringify(key)} is given twice with different values.`);
+    labels[key] = pair.slice(colon + 1);
+  }
+  const kinds = listParam(params, 'kind')
+    .map((k) => k.trim())
+    .filter(Boolean);
+  return {
+    statuses: statusesOf(listParam(params, 'status')),
+    kinds: kinds.length ? kinds : null,
+    labels,
+    createdAfter: dateOf(params.get('createdAfter'), 'createdAfter'),
+    createdBefore: dateOf(params.get('createdBefore'), 'createdBefore'),
+    owner: params.get('owner'),
+  };
+}
+
+/** A string, or a list of strings, as a list. */
+function stringsOf(value: unknown, name: string): string[] | null {
+  if (value === undefined || value === null) return null;
+  const list = Array.isArray(value) ? value : [value];
+  if (!list.every((v) => typeof v === 'string')) refuse(`${name} must be a list of strings.`);
+  return list as string[];
+}
+
+/** The body of `POST /v1/jobs/cancel`: the filter object itself, statuses lower-case. */
+export function filterOfBody(body: Record<string, unknown>): TaskFilter {
+  const known = ['status', 'kind', 'labels', 'createdAfter', 'createdBefore', 'owner'];
+  for (const key of Object.keys(body))
+    if (!known.includes(key)) refuse(`Unknown filter condition ${JSON.stringify(key)}.`);
+  const statuses = stringsOf(body.status, 'status');
+  if (body.owner !== undefined && body.owner !== null && typeof body.owner !== 'string')
+    refuse('owner must be a string.');
+  return {
+    statuses: statuses ? statusesOf(statuses) : null,
+    kinds: stringsOf(body.kind, 'kind'),
+    labels: body.labels as Record<string, string> | null | undefined,
+    createdAfter: dateOf(body.createdAfter, 'createdAfter'),
+    createdBefore: dateOf(body.createdBefore, 'createdBefore'),
+    owner: (body.owner as string | null | undefined) ?? null,
+  };
+}
