@@ -1,18 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database, Executor } from '../db/types.js';
-import { notFound, ServiceError } from '../errors.js';
+import type { Database } from '../db/types.js';
+import { ServiceError } from '../errors.js';
+import { answerInput } from './answer.js';
 import { AuditLog } from './audit.js';
-import { checkAwaiting } from './awaiting.js';
-import type { ListPosition } from './cursor.js';
+import { cancelMatching, cancelOne } from './cancel.js';
 import type { TaskEvents } from './events/hub.js';
 import { subscribeToOwner } from './events/owner-subscription.js';
 import { subscribeToTask } from './events/subscription.js';
-import { checkFilter, isEmptyFilter, type TaskFilter } from './filter.js';
-import { type KindRegistry, type TaskKind, validateAgainst } from './kinds.js';
+import { checkFilter, type TaskFilter } from './filter.js';
+import type { KindRegistry, TaskKind } from './kinds.js';
 import { listPage } from './listing.js';
-import { resolveManagedWork } from './managed.js';
 import { RateLimiter } from './rate-limit.js';
 import { listRecent, type RecentPage, type RecentRequest } from './recent.js';
 import type {
@@ -23,23 +21,14 @@ import type {
   StartRequest,
   TaskPage,
 } from './requests.js';
-import { DEFAULT_PAGE_SIZE, MAX_BATCH_SIZE, MAX_PAGE_SIZE } from './requests.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './requests.js';
+import { retryTask } from './rerun.js';
 import { type Operation, SCOPE_OF } from './scopes.js';
-import { answerTask } from './sql/answer.js';
-import { cancelTask } from './sql/cancel.js';
-import { cancelBatch, countMatching } from './sql/cancel-many.js';
-import { findVisibleTask } from './sql/find.js';
-import { insertTask, type NewTask } from './sql/insert.js';
+import { clampTtl, prepareStart, type StartContext, startBatch, storeStart } from './start.js';
 import { type Task, toTask, visible } from './task.js';
-import {
-  checkId,
-  checkIdempotencyKey,
-  checkInputKey,
-  checkLabels,
-  checkPayload,
-} from './validation.js';
+import { checkId } from './validation.js';
+import { ownerFor } from './visibility.js';
 import type { WebhookRequest } from './webhooks/rules.js';
-import { attachedAtStart, type NewWebhook } from './webhooks/store.js';
 import { TaskWebhooks } from './webhooks/task-webhooks.js';
 
 /** The request and answer shapes live beside the service; importers keep this path. */
@@ -116,9 +105,7 @@ export class TaskService {
   }
 
   clampTtl(ttlMs: number | null | undefined, kindTtl: number | undefined): number {
-    const { defaultTtlMs, minTtlMs, maxTtlMs } = this.retention;
-    const wanted = ttlMs ?? kindTtl ?? defaultTtlMs;
-    return Math.min(maxTtlMs, Math.max(minTtlMs, Math.trunc(wanted)));
+    return clampTtl(this.retention, ttlMs, kindTtl);
   }
 
   /**
@@ -130,57 +117,13 @@ export class TaskService {
       actor,
       'startTask',
       null,
-      () => this.store(this.db, this.prepare(actor, request)),
+      () => storeStart(this.db, prepareStart(this.startContext(), actor, request)),
       ({ task, created }) => [task.id, created ? 'created' : 'replayed'],
     );
   }
 
-  /** Every check of a start request, and the row it will store; touches no database. */
-  private prepare(actor: Actor, request: StartRequest): PreparedStart {
-    const kind = this.kinds.require(request.kind);
-    const input = request.input ?? {};
-    checkPayload(input, 'input');
-    validateAgainst(kind.inputSchema, input, `input of kind ${kind.name}`);
-    const key = checkIdempotencyKey(request.idempotencyKey ?? null);
-    if (request.ttlMs != null && !Number.isFinite(request.ttlMs))
-      throw new ServiceError('BAD_USER_INPUT', 'ttlMs must be a number.');
-    const ttlMs = this.clampTtl(request.ttlMs, kind.ttlMs);
-    const now = Date.now();
-    const managed = resolveManagedWork(request, kind, this.retention.maxTtlMs, now, now + ttlMs);
-    const labels = checkLabels(request.labels);
-    const webhook = request.webhook == null ? null : this.webhooks.prepare(request.webhook);
-    return {
-      task: {
-        id: randomUUID(),
-        owner: actor.id,
-        kind: kind.name,
-        input,
-        ttlMs,
-        pollIntervalMs: kind.pollIntervalMs,
-        timeoutMs: kind.timeoutMs,
-        idempotencyKey: key,
-        ...managed,
-        labels,
-        retryOf: null,
-      },
-      webhook,
-    };
-  }
-
-  /** Stores a prepared task on `db` (the process's pool, or a batch's transaction). */
-  private async store(
-    db: Executor,
-    { task, webhook }: PreparedStart,
-  ): Promise<{ task: Task; created: boolean }> {
-    // With a webhook, the task, the webhook and its first delivery commit in one statement.
-    const outcome = await insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined);
-    if (!outcome.created && !outcome.sameRequest) {
-      throw new ServiceError(
-        'IDEMPOTENCY_KEY_REUSED',
-        'This idempotency key was used before with another kind or input.',
-      );
-    }
-    return { task: toTask(outcome.row), created: outcome.created };
+  private startContext(): StartContext {
+    return { kinds: this.kinds, retention: this.retention, webhooks: this.webhooks };
   }
 
   /** `null`: unknown, expired, or not the actor's. */
@@ -237,20 +180,7 @@ export class TaskService {
       actor,
       'cancelTask',
       id,
-      async () => {
-        const taskId = checkId(id);
-        const owner = this.scope(actor);
-        const changed = await cancelTask(this.db, taskId, owner);
-        if (changed) {
-          this.events.committed(changed.id, changed.version);
-          return { task: toTask(changed), changed: true };
-        }
-        // Nothing changed: the task is unknown, gone, or already final — and final never changes back.
-        const row = await findVisibleTask(this.db, taskId, owner);
-        if (!row) throw notFound();
-        if (row.status === 'cancelled') return { task: toTask(row), changed: false };
-        throw new ServiceError('TASK_TERMINAL', `The task is already ${row.status}.`);
-      },
+      () => cancelOne(this.db, this.events, this.scope(actor), id),
       ({ changed }) => [null, changed ? 'cancelled' : 'already_cancelled'],
     ).then(({ task }) => task);
   }
@@ -271,32 +201,15 @@ export class TaskService {
       actor,
       'provideTaskInput',
       id,
-      async () => {
-        const taskId = checkId(id);
-        checkInputKey(key);
-        checkPayload(value, 'value');
-        const attach = webhook == null ? null : this.webhooks.prepare(webhook);
-        const row = await findVisibleTask(this.db, taskId, actor.id);
-        if (!row) throw notFound();
-        checkAwaiting(row, key);
-        const schema = row.input_request?.schema;
-        if (schema) validateAgainst(schema, value, `value for ${key}`);
-        const changed = attach
-          ? await this.webhooks.answerWith(taskId, actor.id, key, value, attach)
-          : await answerTask(this.db, taskId, actor.id, key, value);
-        if (changed) {
-          this.events.committed(changed.id, changed.version);
-          return toTask(changed);
-        }
-        // The task moved on between the read and the write: say why, from what it is now.
-        const now = await findVisibleTask(this.db, taskId, actor.id);
-        if (!now) throw notFound();
-        checkAwaiting(now, key);
-        throw new ServiceError(
-          'NOT_AWAITING_INPUT',
-          'The task is no longer waiting for this input.',
-        );
-      },
+      () =>
+        answerInput(
+          { db: this.db, events: this.events, webhooks: this.webhooks },
+          actor,
+          id,
+          key,
+          value,
+          webhook,
+        ),
       () => [null, 'answered'],
     );
   }
@@ -311,22 +224,7 @@ export class TaskService {
       actor,
       'startTasks',
       null,
-      async () => {
-        if (!Array.isArray(requests) || requests.length === 0 || requests.length > MAX_BATCH_SIZE)
-          throw new ServiceError(
-            'BAD_USER_INPUT',
-            `A batch holds 1 to ${MAX_BATCH_SIZE} tasks; start more in several calls.`,
-          );
-        const prepared = requests.map((request, index) =>
-          atEntry(index, () => this.prepare(actor, request)),
-        );
-        return this.db.transaction().execute(async (trx) => {
-          const tasks: Task[] = [];
-          for (const [index, entry] of prepared.entries())
-            tasks.push((await atEntry(index, () => this.store(trx, entry))).task);
-          return tasks;
-        });
-      },
+      () => startBatch(this.db, this.startContext(), actor, requests),
       (tasks) => [null, `ok:${tasks.length}`],
     );
   }
@@ -342,25 +240,7 @@ export class TaskService {
       actor,
       'cancelTasks',
       null,
-      async () => {
-        const owner = ownerFor(actor, filter?.owner, 'cancel');
-        const checked = checkFilter(filter);
-        if (isEmptyFilter(checked))
-          throw new ServiceError(
-            'BAD_USER_INPUT',
-            'The filter names no condition; to cancel every task, name the statuses.',
-          );
-        const matched = await countMatching(this.db, owner, checked);
-        let cancelled = 0;
-        let after: ListPosition | null = null;
-        do {
-          const batch = await cancelBatch(this.db, owner, checked, after, CANCEL_BATCH_SIZE);
-          for (const { id, version } of batch.cancelled) this.events.committed(id, version);
-          cancelled += batch.cancelled.length;
-          after = batch.next;
-        } while (after);
-        return { matched, cancelled, owner, filter: checked };
-      },
+      () => cancelMatching(this.db, this.events, actor, filter),
       ({ matched, cancelled, owner, filter }) => [
         null,
         'cancelled',
@@ -379,40 +259,7 @@ export class TaskService {
       actor,
       'retryTask',
       id,
-      async () => {
-        const row = await findVisibleTask(this.db, checkId(id), actor.id);
-        if (!row) throw notFound();
-        if (row.status !== 'failed' && row.status !== 'cancelled')
-          throw new ServiceError(
-            'TASK_NOT_RETRYABLE',
-            `The task is ${row.status}; only failed or cancelled tasks can be run again.`,
-          );
-        const kind = this.kinds.require(row.kind);
-        const outcome = await insertTask(this.db, {
-          id: randomUUID(),
-          owner: row.owner,
-          kind: kind.name,
-          input: row.input,
-          ttlMs: row.ttl_ms,
-          pollIntervalMs: kind.pollIntervalMs,
-          timeoutMs: kind.timeoutMs,
-          idempotencyKey: null,
-          labels: row.labels,
-          retryOf: row.id,
-          // A re-run starts at once, managed as the original was (DESIGN §15).
-          runAt: null,
-          priority: row.priority,
-          concurrencyKey: row.concurrency_key,
-          concurrencyLimit: row.concurrency_limit,
-          retry: {
-            maxAttempts: row.max_attempts,
-            initialDelayMs: row.retry_initial_delay_ms,
-            factor: row.retry_factor,
-            maxDelayMs: row.retry_max_delay_ms,
-          },
-        });
-        return toTask(outcome.row);
-      },
+      () => retryTask(this.db, this.kinds, actor, id),
       (task) => [task.id, 'created'],
     );
   }
@@ -459,40 +306,5 @@ export class TaskService {
   }
 }
 
-/** The stored form of a start request, checked: what `store` writes. */
-interface PreparedStart {
-  task: NewTask;
-  webhook: NewWebhook | null;
-}
-
 /** Rows one bulk-cancel statement may lock at most. */
-export const CANCEL_BATCH_SIZE = 250;
-
-/**
- * Whose tasks an operation is about: `named` when it is the actor or the actor is an admin.
- * @throws ServiceError FORBIDDEN when a non-admin names another principal
- */
-function ownerFor(actor: Actor, named: string | null | undefined, verb: string): string {
-  if (named != null && named !== actor.id && !actor.admin)
-    throw new ServiceError('FORBIDDEN', `Only admins may ${verb} the tasks of another principal.`);
-  return named ?? actor.id;
-}
-
-/** Runs one batch entry's step; a refusal names the entry (`extensions.index`, "entry 37"). */
-function atEntry<T>(index: number, step: () => T): T {
-  try {
-    const value = step();
-    if (value instanceof Promise)
-      return value.catch((err: unknown) => {
-        throw indexed(index, err);
-      }) as T;
-    return value;
-  } catch (err) {
-    throw indexed(index, err);
-  }
-}
-
-function indexed(index: number, err: unknown): unknown {
-  if (!(err instanceof ServiceError)) return err;
-  return new ServiceError(err.code, `entry ${index}: ${err.message}`, { ...err.details, index });
-}
+export { CANCEL_BATCH_SIZE } from './cancel.js';

@@ -1,3 +1,4 @@
+import { ServiceError } from '../errors.js';
 import type { Actor } from './service.js';
 import type { Task } from './task.js';
 
@@ -9,4 +10,14 @@ import type { Task } from './task.js';
  */
 export function mayReadPayloads(task: Pick<Task, 'owner'>, viewer: Actor | null): boolean {
   return viewer !== null && viewer.id === task.owner;
+}
+
+/**
+ * Whose tasks an operation is about: `named` when it is the actor or the actor is an admin.
+ * @throws ServiceError FORBIDDEN when a non-admin names another principal
+ */
+export function ownerFor(actor: Actor, named: string | null | undefined, verb: string): string {
+  if (named != null && named !== actor.id && !actor.admin)
+    throw new ServiceError('FORBIDDEN', `Only admins may ${verb} the tasks of another principal.`);
+  return named ?? actor.id;
 }

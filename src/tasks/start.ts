@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import type { Executor } from '../db/types.js';
+import { ServiceError } from '../errors.js';
+import { type KindRegistry, validateAgainst } from './kinds.js';
+import { resolveManagedWork } from './managed.js';
+import { type Actor, MAX_BATCH_SIZE, type RetentionPolicy, type StartRequest } from './requests.js';
+import { insertTask, type NewTask } from './sql/insert.js';
+import { type Task, toTask } from './task.js';
+import { checkIdempotencyKey, checkLabels, checkPayload } from './validation.js';
+import { attachedAtStart, type NewWebhook } from './webhooks/store.js';
+import type { TaskWebhooks } from './webhooks/task-webhooks.js';
+
+/** The stored form of a start request, checked: what `storeStart` writes. */
+export interface PreparedStart {
+  task: NewTask;
+  webhook: NewWebhook | null;
+}
+
+/** What preparing a start request reads: the kinds, the retention bounds, the webhook checks. */
+export interface StartContext {
+  kinds: KindRegistry;
+  retention: RetentionPolicy;
+  webhooks: TaskWebhooks;
+}
+
+/** The retention a task gets: asked, else its kind's, else the default, within the bounds. */
+export function clampTtl(
+  retention: RetentionPolicy,
+  ttlMs: number | null | undefined,
+  kindTtl: number | undefined,
+): number {
+  const { defaultTtlMs, minTtlMs, maxTtlMs } = retention;
+  const wanted = ttlMs ?? kindTtl ?? defaultTtlMs;
+  return Math.min(maxTtlMs, Math.max(minTtlMs, Math.trunc(wanted)));
+}
+
+/** Every check of a start request, and the row it will store; touches no database. */
+export function prepareStart(
+  { kinds, retention, webhooks }: StartContext,
+  actor: Actor,
+  request: StartRequest,
+): PreparedStart {
+  const kind = kinds.require(request.kind);
+  const input = request.input ?? {};
+  checkPayload(input, 'input');
+  validateAgainst(kind.inputSchema, input, `input of kind ${kind.name}`);
+  const key = checkIdempotencyKey(request.idempotencyKey ?? null);
+  if (request.ttlMs != null && !Number.isFinite(request.ttlMs))
+    throw new ServiceError('BAD_USER_INPUT', 'ttlMs must be a number.');
+  const ttlMs = clampTtl(retention, request.ttlMs, kind.ttlMs);
+  const now = Date.now();
+  const managed = resolveManagedWork(request, kind, retention.maxTtlMs, now, now + ttlMs);
+  const labels = checkLabels(request.labels);
+  const webhook = request.webhook == null ? null : webhooks.prepare(request.webhook);
+  return {
+    task: {
+      id: randomUUID(),
+      owner: actor.id,
+      kind: kind.name,
+      input,
+      ttlMs,
+      pollIntervalMs: kind.pollIntervalMs,
+      timeoutMs: kind.timeoutMs,
+      idempotencyKey: key,
+      ...managed,
+      labels,
+      retryOf: null,
+    },
+    webhook,
+  };
+}
+
+/** Stores a prepared task on `db` (the process's pool, or a batch's transaction). */
+export async function storeStart(
+  db: Executor,
+  { task, webhook }: PreparedStart,
+): Promise<{ task: Task; created: boolean }> {
+  // With a webhook, the task, the webhook and its first delivery commit in one statement.
+  const outcome = await insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined);
+  if (!outcome.created && !outcome.sameRequest) {
+    throw new ServiceError(
+      'IDEMPOTENCY_KEY_REUSED',
+      'This idempotency key was used before with another kind or input.',
+    );
+  }
+  return { task: toTask(outcome.row), created: outcome.created };
+}
+
+/**
+ * Starts up to MAX_BATCH_SIZE tasks in one transaction: every entry is checked before any
+ * is stored, and a refused entry (named by its 0-based index) stores nothing.
+ */
+export async function startBatch(
+  db: Executor,
+  context: StartContext,
+  actor: Actor,
+  requests: readonly StartRequest[],
+): Promise<Task[]> {
+  if (!Array.isArray(requests) || requests.length === 0 || requests.length > MAX_BATCH_SIZE)
+    throw new ServiceError(
+      'BAD_USER_INPUT',
+      `A batch holds 1 to ${MAX_BATCH_SIZE} tasks; start more in several calls.`,
+    );
+  const prepared = requests.map((request, index) =>
+    atEntry(index, () => prepareStart(context, actor, request)),
+  );
+  return db.transaction().execute(async (trx) => {
+    const tasks: Task[] = [];
+    for (const [index, entry] of prepared.entries())
+      tasks.push((await atEntry(index, () => storeStart(trx, entry))).task);
+    return tasks;
+  });
+}
+
+/** Runs one batch entry's step; a refusal names the entry (`extensions.index`, "entry 37"). */
+function atEntry<T>(index: number, step: () => T): T {
+  try {
+    const value = step();
+    if (value instanceof Promise)
+      return value.catch((err: unknown) => {
+        throw indexed(index, err);
+      }) as T;
+    return value;
+  } catch (err) {
+    throw indexed(index, err);
+  }
+}
+
+function indexed(index: number, err: unknown): unknown {
+  if (!(err instanceof ServiceError)) return err;
+  return new ServiceError(err.code, `entry ${index}: ${err.message}`, { ...err.details, index });
+}
