@@ -2,6 +2,7 @@ import { lexicographicSortSchema, printSchema } from 'graphql';
 import { builder } from './builder.js';
 import './scalars.js';
 import './task.js';
+import './task-operations.js';
 import './many.js';
 import './webhook.js';
 import './work-fields.js';
