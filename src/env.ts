@@ -13,6 +13,9 @@ export class ConfigError extends Error {
   }
 }
 
+/** A day in milliseconds, the longest most durations may be. */
+export const DAY = 86_400_000;
+
 export type Env = Record<string, string | undefined>;
 
 export function int(env: Env, name: string, fallback: number, min: number, max: number): number {
