@@ -42,7 +42,9 @@ const escapeAttribute = (text: string) => text.replace(/[&"<>]/g, (c) => `&#${c.
  */
 export function createDashboardHandler(options: DashboardOptions = {}): RouteHandler {
   const assets = new Map<string, Asset>();
-  for (const name of ['app.js', 'api.js', 'schema-form.js', 'view.js', 'style.css'])
+  const modules = ['app.js', 'api.js', 'schema-form.js', 'view.js'];
+  const styles = ['style.css', 'tasks.css', 'detail.css', 'narrow.css'];
+  for (const name of [...modules, ...styles])
     assets.set(`/dashboard/${name}`, asset(join(WEB, name)));
   for (const name of readdirJs(GRAPHQL_WS))
     assets.set(`/dashboard/vendor/graphql-ws/${name}`, asset(join(GRAPHQL_WS, name)));
