@@ -27,11 +27,11 @@ import type { Shutdown } from './sessions.js';
 import {
   callToolResultOf,
   LABELS_META_KEY,
-  labelsMeta,
   mcpTaskOf,
   RpcError,
   refusedCall,
   rpcErrorOf,
+  taskMeta,
   taskNotFound,
 } from './wire.js';
 
@@ -161,7 +161,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
         }
         throw err;
       }
-      if (taskParams) return { task: mcpTaskOf(started.task), _meta: labelsMeta(started.task) };
+      if (taskParams) return { task: mcpTaskOf(started.task), _meta: taskMeta(started.task) };
       return finalResult(extra, started.task.id);
     }),
   );
@@ -171,7 +171,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
     guarded('tasks/get', async (request, extra) => {
       const task = await tasks.get(actorOf(extra), taskIdOf(request.params));
       if (!task) throw taskNotFound();
-      return { ...mcpTaskOf(task), _meta: labelsMeta(task) };
+      return { ...mcpTaskOf(task), _meta: taskMeta(task) };
     }),
   );
 
@@ -218,7 +218,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
         });
       }
       const cancelled = await tasks.cancel(actorOf(extra), taskId);
-      return { ...mcpTaskOf(cancelled), _meta: labelsMeta(cancelled) };
+      return { ...mcpTaskOf(cancelled), _meta: taskMeta(cancelled) };
     }),
   );
 

@@ -3,6 +3,7 @@ import { ErrorCode, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/type
 import type { Logger } from 'pino';
 import { coerceError, ServiceError } from '../../errors.js';
 import type { Task } from '../../tasks/task.js';
+import { workMetadata } from '../../tasks/work-metadata.js';
 
 /**
  * How the MCP face writes tasks, results and errors (DESIGN §9): the translation from the
@@ -49,9 +50,12 @@ export function mcpTaskOf(task: Task): McpTask {
 /** Where a task's labels (DESIGN §15) travel: `tools/call`'s `_meta`, and every task result's. */
 export const LABELS_META_KEY = 'taskhandle/labels';
 
-/** The `_meta` of a result carrying one task: its labels (MCP's Task has no room of its own). */
-export function labelsMeta(task: Task): Record<string, unknown> {
-  return { [LABELS_META_KEY]: task.labels };
+/**
+ * The `_meta` of a result carrying one task (MCP's Task has no room of its own): its labels
+ * (DESIGN §15) and how its work is managed (§14: attempt, maxAttempts, priority, runAt, …).
+ */
+export function taskMeta(task: Task): Record<string, unknown> {
+  return { ...workMetadata(task), [LABELS_META_KEY]: task.labels };
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { coerceError, ServiceError } from '../../../errors.js';
 import type { Task } from '../../../tasks/task.js';
 import { isTaskId } from '../../../tasks/validation.js';
+import { taskMeta } from '../wire.js';
 import { INVALID_PARAMS, StatelessError } from './envelope.js';
 import { type Call, declaresTasks, needsTasks } from './methods.js';
 import { detailedTaskOf } from './wire.js';
@@ -72,7 +73,10 @@ export async function listen(call: Call, res: ServerResponse): Promise<void> {
   const pumps = streams.map(async ({ stream }) => {
     try {
       for await (const task of stream) {
-        send({ method: 'notifications/tasks', params: { ...detailedTaskOf(task), _meta: meta } });
+        send({
+          method: 'notifications/tasks',
+          params: { ...detailedTaskOf(task), _meta: { ...taskMeta(task), ...meta } },
+        });
       }
     } catch (err) {
       call.log.warn({ err: coerceError(err) }, 'a task stream of subscriptions/listen failed');

@@ -5,6 +5,7 @@ import type {
   InputRequestsV2,
 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import type { Task } from '../../../tasks/task.js';
+import { taskMeta } from '../wire.js';
 
 /**
  * How the 2026-07-28 face writes tasks (DESIGN §9b): the io.modelcontextprotocol/tasks
@@ -91,6 +92,7 @@ function handleOf(task: Task) {
     lastUpdatedAt: task.lastUpdatedAt.toISOString(),
     ttlMs: task.ttlMs,
     pollIntervalMs: task.pollIntervalMs,
+    _meta: taskMeta(task),
   };
 }
 
