@@ -123,6 +123,9 @@ describe('the schema declares authorization', () => {
       'Mutation.startTask': { write: true },
       'Mutation.cancelTask': { write: true },
       'Mutation.provideTaskInput': { write: true },
+      'Mutation.startTasks': { write: true },
+      'Mutation.cancelTasks': { write: true },
+      'Mutation.retryTask': { write: true },
       'Subscription.taskUpdated': { read: true },
       'Subscription.tasksUpdated': { read: true },
     });

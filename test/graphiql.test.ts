@@ -241,7 +241,8 @@ suite(title, () => {
       await second.stop();
       await database.drop();
     }
-  });
+    // Two server starts, each on a fresh embedded database, and a browser: longer than most.
+  }, 120_000);
 });
 
 function freePort(): Promise<number> {
