@@ -29,13 +29,15 @@ export const taskNotFound = () => new RpcError(ErrorCode.InvalidParams, 'Task no
 export const RATE_LIMITED_CODE = -32029;
 export const SERVICE_UNAVAILABLE_CODE = -32053;
 
+/** What a task's `statusMessage` says on both revisions: the question, the failure, or its own. */
+export function statusMessageOf(task: Task): string | null {
+  if (task.status === 'input_required' && task.inputRequest) return task.inputRequest.message;
+  if (task.status === 'failed' && task.error) return task.error.message;
+  return task.statusMessage;
+}
+
 export function mcpTaskOf(task: Task): McpTask {
-  const statusMessage =
-    task.status === 'input_required' && task.inputRequest
-      ? task.inputRequest.message
-      : task.status === 'failed' && task.error
-        ? task.error.message
-        : task.statusMessage;
+  const statusMessage = statusMessageOf(task);
   return {
     taskId: task.id,
     status: task.status,

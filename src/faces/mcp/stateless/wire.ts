@@ -5,7 +5,7 @@ import type {
   InputRequestsV2,
 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import type { Task } from '../../../tasks/task.js';
-import { taskMeta } from '../wire.js';
+import { statusMessageOf, taskMeta } from '../wire.js';
 
 /**
  * How the 2026-07-28 face writes tasks (DESIGN §9b): the io.modelcontextprotocol/tasks
@@ -78,12 +78,7 @@ function statusOf(task: Task): DetailedTaskV2['status'] {
 
 /** The handle every answer about a task starts from. */
 function handleOf(task: Task) {
-  const statusMessage =
-    task.status === 'input_required' && task.inputRequest
-      ? task.inputRequest.message
-      : task.status === 'failed' && task.error
-        ? task.error.message
-        : task.statusMessage;
+  const statusMessage = statusMessageOf(task);
   return {
     taskId: task.id,
     status: statusOf(task),
