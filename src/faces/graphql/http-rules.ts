@@ -1,6 +1,6 @@
-import { type ExecutionResult, GraphQLError } from 'graphql';
+import type { ExecutionResult } from 'graphql';
 import { createGraphQLError, type GraphQLParams, type Plugin } from 'graphql-yoga';
-import { withoutSuggestion } from './no-suggestions.js';
+import { rebuilt, withoutSuggestion } from './no-suggestions.js';
 
 /**
  * GraphQL over HTTP as DESIGN §12 has it. POST takes `application/json` only: a form,
@@ -66,13 +66,9 @@ export function useCodedErrors(production: boolean): Plugin {
       const message = production ? withoutSuggestion(error.message) : error.message;
       if (error.extensions?.code && message === error.message) return error;
       changed = true;
-      return new GraphQLError(message, {
-        ...(error.nodes ? { nodes: error.nodes } : {}),
-        ...(error.source ? { source: error.source } : {}),
-        ...(error.positions ? { positions: error.positions } : {}),
-        ...(error.path ? { path: error.path } : {}),
-        ...(error.originalError ? { originalError: error.originalError } : {}),
-        extensions: { ...error.extensions, code: error.extensions?.code ?? fallback },
+      return rebuilt(error, message, {
+        ...error.extensions,
+        code: error.extensions?.code ?? fallback,
       });
     });
     return changed ? { ...result, errors } : undefined;

@@ -18,13 +18,22 @@ export function withoutSuggestion(message: string): string {
 export function unsuggested(error: GraphQLError): GraphQLError {
   const message = withoutSuggestion(error.message);
   if (message === error.message) return error;
+  return rebuilt(error, message, error.extensions);
+}
+
+/** `error` again with another message and extensions, keeping where it points. */
+export function rebuilt(
+  error: GraphQLError,
+  message: string,
+  extensions: GraphQLError['extensions'],
+): GraphQLError {
   return new GraphQLError(message, {
     ...(error.nodes ? { nodes: error.nodes } : {}),
     ...(error.source ? { source: error.source } : {}),
     ...(error.positions ? { positions: error.positions } : {}),
     ...(error.path ? { path: error.path } : {}),
     ...(error.originalError ? { originalError: error.originalError } : {}),
-    extensions: error.extensions,
+    extensions,
   });
 }
 
