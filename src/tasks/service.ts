@@ -10,7 +10,7 @@ import { subscribeToOwner } from './events/owner-subscription.js';
 import { subscribeToTask } from './events/subscription.js';
 import { checkFilter, type TaskFilter } from './filter.js';
 import type { KindRegistry, TaskKind } from './kinds.js';
-import { listPage } from './listing.js';
+import { listFor } from './listing.js';
 import { RateLimiter } from './rate-limit.js';
 import { listRecent, type RecentPage, type RecentRequest } from './recent.js';
 import type {
@@ -21,7 +21,6 @@ import type {
   StartRequest,
   TaskPage,
 } from './requests.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './requests.js';
 import { retryTask } from './rerun.js';
 import { type Operation, SCOPE_OF } from './scopes.js';
 import { clampTtl, prepareStart, type StartContext, startBatch, storeStart } from './start.js';
@@ -146,19 +145,7 @@ export class TaskService {
       actor,
       'tasks',
       null,
-      async () => {
-        const first = request.first ?? DEFAULT_PAGE_SIZE;
-        if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE_SIZE) {
-          throw new ServiceError('BAD_USER_INPUT', `first must be between 1 and ${MAX_PAGE_SIZE}.`);
-        }
-        const owner = ownerFor(actor, request.owner ?? request.filter?.owner, 'list');
-        return listPage(this.db, owner, {
-          first,
-          after: request.after,
-          statuses: request.statuses,
-          filter: checkFilter(request.filter),
-        });
-      },
+      () => listFor(this.db, actor, request),
       (page) => [null, `ok:${page.tasks.length}`],
     );
   }
