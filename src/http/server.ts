@@ -64,7 +64,7 @@ export function createHttpServer(routes: HttpRoutes): Server {
       return send(res, ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable' });
     }
     for (const handler of routes.handlers) if (await handler(req, res)) return;
-    send(res, 404, { status: 404, title: 'Not Found' });
+    sendProblem(res, 404, 'NOT_FOUND', 'No such route.');
   }
 
   const server = createServer(
