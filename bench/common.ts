@@ -15,11 +15,12 @@ import { type Child, spawnChild } from './processes.js';
 
 export const SECRET = 'taskhandle-bench-secret-0123456789abcdef0123';
 export const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-export const DB_NAME = 'taskhandle_bench';
+/** BENCH_DB names the database (default taskhandle_bench), so that two runs on one server keep apart. */
+export const DB_NAME = process.env.BENCH_DB ?? 'taskhandle_bench';
 export const CONCURRENCY = 16;
 export const WARMUP_MS = 1_500;
 export const DURATION_MS = 5_000;
-export const EVENT_SAMPLES = 300;
+export const EVENT_SAMPLES = Number(process.env.BENCH_EVENT_SAMPLES ?? 300);
 export const NOTIFY_SAMPLES = 1_000;
 export const DRAIN_TASKS = 10_000;
 export const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 10_000);
