@@ -117,7 +117,7 @@ export async function event(token: string): Promise<void> {
   );
   out();
   out(
-    "The path waits, in sequence, for three durable commits (the insert + notify; the worker's claim; its completion + notify) and two NOTIFY hops, plus the HTTP request, the subscription's first read and the api's re-read of the completed row. Profiles of both processes show them mostly idle during it: the time is spent waiting on Postgres, mostly on WAL flushes.",
+    "Across two processes the path waits, in sequence, for the insert + notify (a durable commit), a NOTIFY hop to the worker, its claim (committed without waiting for the flush), its completion + notify (a durable commit) and a NOTIFY hop back to the api process, which reads the completed row once for all its subscribers; the api process answers the subscription's first read from the row it inserted. In one ROLE=all process with a slot free, the insert is the claim and the completion's row goes from its statement straight to the subscriber: two durable commits, no NOTIFY hop and no read. Profiles of the processes show them mostly idle during it: the time is spent waiting on Postgres, mostly on WAL flushes.",
   );
   out();
   const allP50 = percentile(single.samples, 50);

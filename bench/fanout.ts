@@ -190,7 +190,7 @@ export async function fanout(token: string): Promise<void> {
     out();
     const p99 = percentile(latencies, 99);
     targets.push(
-      `| fan-out ≤ 20 KiB per subscriber | ${(perRss / 1024).toFixed(1)} KiB (RSS) | ${verdict(perRss <= 20 * 1024)} |`,
+      `| fan-out ≤ 16 KiB per subscriber | ${(perRss / 1024).toFixed(1)} KiB (RSS) | ${verdict(perRss <= 16 * 1024)} |`,
     );
     targets.push(
       `| fan-out delivery p99 ≤ 1.5× the bare ws floor | ${ratio(p99, percentile(floor.latencies, 99))} (${p99.toFixed(0)} vs ${percentile(floor.latencies, 99).toFixed(0)} ms) | ${verdict(p99 <= 1.5 * percentile(floor.latencies, 99))} |`,
