@@ -48,6 +48,8 @@ export class Deliverer {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly stopping = new AbortController();
   private claiming = false;
+  /** The claim under way, which a stop waits for: what it claims then is given back. */
+  private pumping: Promise<void> | undefined;
   private again = false;
   /**
    * The last claim found fewer due deliveries than it had slots for, and nothing has said since
@@ -95,7 +97,9 @@ export class Deliverer {
     }
     // After this turn of the event loop: slots freed together are claimed by one statement.
     this.claiming = true;
-    setImmediate(() => void this.pump());
+    setImmediate(() => {
+      this.pumping = this.pump();
+    });
   }
 
   private async pump(): Promise<void> {
@@ -110,6 +114,10 @@ export class Deliverer {
           free,
           this.leaseMs,
         );
+        if (this.closed) {
+          await releaseDeliveries(this.options.db, this.options.workerId, claims);
+          break;
+        }
         for (const claim of claims) this.run(claim);
         this.satisfied = claims.length < free;
         if (claims.length < free && !this.again) break;
@@ -269,6 +277,7 @@ export class Deliverer {
     for (const off of this.unsubscribe) off();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    await this.pumping;
     const all = () => Promise.all([...this.inFlight.values()].map((f) => f.done));
     const grace = new AbortController();
     await Promise.race([
