@@ -1,7 +1,8 @@
-// The dashboard: sign-in, the caller's tasks live (list.js), one task in detail (detail.js),
-// starting (start.js), cancelling and answering through forms made from JSON schemas.
+// The dashboard: sign-in, the caller's tasks live (list.js) under a filter (filter.js), one
+// task in detail (detail.js), starting (start.js), cancelling, answering and running again.
 import { Api, claimsOf } from './api.js';
 import { closeDetail } from './detail.js';
+import { initFilter, showFilter, writeAddress } from './filter.js';
 import { loadList, stopWatching, tickAll, watchList } from './list.js';
 import { $, state } from './page.js';
 import { renderKind, showKinds, start } from './start.js';
@@ -37,13 +38,12 @@ async function signIn(token) {
   }
   const claims = claimsOf(token);
   const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ') : (claims.scp ?? []);
-  Object.assign(state, {
-    api,
-    kinds,
-    me: claims.sub ?? '',
-    admin: scopes.includes('tasks:admin'),
-    owner: null,
-  });
+  const me = claims.sub ?? '';
+  const admin = scopes.includes('tasks:admin');
+  // An admin's address may name whose tasks to view (a shared or reloaded view).
+  const owner = admin && state.wantedOwner && state.wantedOwner !== me ? state.wantedOwner : null;
+  Object.assign(state, { api, kinds, me, admin, owner });
+  $('owner').value = owner ?? '';
   if (token !== devToken) sessionStorage.setItem('taskhandle.token', token);
   $('principal').textContent = state.me;
   $('principal').title = `Signed in as ${state.me}${state.admin ? ' (admin)' : ''}`;
@@ -55,6 +55,7 @@ async function signIn(token) {
     $('live').classList.toggle('up', up);
   };
   showKinds();
+  showFilter();
   show(true);
   closeDetail();
   watchList();
@@ -73,6 +74,7 @@ $('owner-form').addEventListener('submit', (event) => {
   event.preventDefault();
   const owner = $('owner').value.trim();
   state.owner = owner && owner !== state.me ? owner : null;
+  writeAddress();
   closeDetail();
   watchList();
 });
@@ -80,6 +82,16 @@ $('kind').addEventListener('change', renderKind);
 $('start-form').addEventListener('submit', start);
 $('close-detail').addEventListener('click', closeDetail);
 setInterval(tickAll, 1000);
+initFilter((navigated) => {
+  if (!state.api) return;
+  if (navigated) {
+    // Back or forward: the address may name another principal's view.
+    const wanted = state.wantedOwner;
+    state.owner = state.admin && wanted && wanted !== state.me ? wanted : null;
+    $('owner').value = state.owner ?? '';
+  }
+  watchList();
+});
 
 // Development signs in as `dev` (the server put its token in the page); otherwise this tab's token.
 const saved = devToken ?? sessionStorage.getItem('taskhandle.token');

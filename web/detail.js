@@ -4,7 +4,7 @@ import { TASK } from './api.js';
 import { cancel, upsert } from './list.js';
 import { $, flash, state } from './page.js';
 import { schemaForm } from './schema-form.js';
-import { h, isFinal, jsonBlock, progressBar, statusPill, workNote } from './view.js';
+import { h, isFinal, jsonBlock, labelChips, progressBar, statusPill, workNote } from './view.js';
 
 let stopDetail = () => {};
 let answerForm = null; // { key, element, form } kept across updates while the same question is open
@@ -14,7 +14,13 @@ export function openDetail(id) {
   state.selected = id;
   answerForm = null;
   $('detail').hidden = false;
-  renderDetail(state.tasks.get(id));
+  const known = state.tasks.get(id);
+  if (known) renderDetail(known);
+  else {
+    // Not in the list (another filter, say): taskUpdated sends its state first.
+    $('detail-title').replaceChildren('Task');
+    $('detail-body').replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
+  }
   stopDetail = state.api.subscribe(
     `subscription($id: ID!) { taskUpdated(id: $id) { ${TASK} } }`,
     { id },
@@ -42,6 +48,7 @@ export function renderDetail(task) {
   ];
   if (workNote(task)) facts.push(['Attempts', workNote(task)]);
   if (task.owner) facts.push(['Owner', task.owner]);
+  if (Object.keys(task.labels ?? {}).length) facts.push(['Labels', labelChips(task.labels)]);
   $('detail-title').replaceChildren(task.kind, ' ', statusPill(task));
   const body = [
     h('dl', { class: 'facts' }, ...facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),

@@ -2,10 +2,12 @@
 // tasksUpdated, one row per task, newest first.
 import { TASK } from './api.js';
 import { openDetail, renderDetail } from './detail.js';
+import { addLabel, filtering, filterRefused, shown, taskFilter } from './filter.js';
 import { $, flash, state } from './page.js';
 import {
   h,
   isFinal,
+  labelChips,
   percent,
   progressBar,
   showProgress,
@@ -15,23 +17,32 @@ import {
 } from './view.js';
 
 let stopList = () => {};
+let generation = 0; // which watchList a page read belongs to: a stale answer is dropped
 
 export function stopWatching() {
   stopList();
 }
 
+/** (Re)starts the list for the viewed principal and the filter: its subscription, then a read. */
 export function watchList() {
   stopList();
-  state.tasks.clear();
   state.rows.clear();
   $('rows').replaceChildren();
   $('empty').hidden = false;
+  $('empty').replaceChildren(
+    ...(filtering()
+      ? ['No tasks match this filter.']
+      : [
+          'No tasks yet. Start one here, over REST, or with ',
+          h('code', {}, 'taskhandle start'),
+          '.',
+        ]),
+  );
   $('tasks-title').textContent = state.owner ? `Tasks of ${state.owner}` : 'Your tasks';
-  const owner = state.owner;
   // Subscribe first, then read the page: no change falls between the two (versions sort it out).
   stopList = state.api.subscribe(
-    `subscription($owner: String) { tasksUpdated(owner: $owner) { ${TASK} } }`,
-    { owner },
+    `subscription($owner: String, $filter: TaskFilter) { tasksUpdated(owner: $owner, filter: $filter) { ${TASK} } }`,
+    { owner: state.owner, filter: taskFilter(false) },
     (data) => upsert(data.tasksUpdated),
     (err) => flash(err.message),
   );
@@ -40,28 +51,41 @@ export function watchList() {
 
 /** Reads the first page; after a reconnect too, since changes made while offline were not sent. */
 export function loadList() {
-  const owner = state.owner;
+  const asked = ++generation;
   state.api
     .request(
-      `query($owner: String) { tasks(first: 100, owner: $owner) { edges { node { ${TASK} } } } }`,
-      { owner },
+      `query($owner: String, $filter: TaskFilter) { tasks(first: 100, owner: $owner, filter: $filter) { edges { node { ${TASK} } } } }`,
+      { owner: state.owner, filter: taskFilter() },
     )
     .then(
       (data) => {
-        if (state.owner === owner) for (const e of data.tasks.edges) upsert(e.node);
+        if (asked === generation) for (const e of data.tasks.edges) upsert(e.node);
       },
-      (err) => flash(err.message),
+      (err) => (err.code === 'BAD_USER_INPUT' ? filterRefused(err) : flash(err.message)),
     );
 }
 
+/**
+ * Takes a task's latest state from any source: its row is added, updated or (when the filter
+ * no longer holds) removed, and the open panel follows it.
+ */
 export function upsert(task) {
   const known = state.tasks.get(task.id);
-  if (known && known.version >= task.version) return;
-  state.tasks.set(task.id, task);
-  let row = state.rows.get(task.id);
-  if (!row) row = addRow(task);
-  updateRow(row, task, known);
-  if (state.selected === task.id) renderDetail(task);
+  const newer = !known || task.version > known.version;
+  if (newer) state.tasks.set(task.id, task);
+  const current = state.tasks.get(task.id);
+  const row = state.rows.get(task.id);
+  if (!shown(current)) {
+    if (row) removeRow(task.id, row);
+  } else if (!row) updateRow(addRow(current), current, undefined);
+  else if (newer) updateRow(row, current, known);
+  if (newer && state.selected === task.id) renderDetail(current);
+}
+
+function removeRow(id, row) {
+  row.remove();
+  state.rows.delete(id);
+  $('empty').hidden = state.rows.size > 0;
 }
 
 function addRow(task) {
@@ -81,7 +105,13 @@ function addRow(task) {
   const row = h(
     'tr',
     { 'data-id': task.id },
-    h('td', {}, open, h('span', { class: 'id mono' }, task.id.slice(0, 8))),
+    h(
+      'td',
+      {},
+      open,
+      h('span', { class: 'id mono' }, task.id.slice(0, 8)),
+      labelChips(task.labels, (label) => addLabel(label)),
+    ),
     cells.status,
     cells.progress,
     cells.message,

@@ -7,6 +7,7 @@ export const state = {
   admin: false,
   me: '',
   owner: null,
+  wantedOwner: null, // the `owner` the page's address names (filter.js)
   kinds: [],
   tasks: new Map(),
   rows: new Map(),
