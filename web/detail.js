@@ -8,11 +8,13 @@ import { h, isFinal, jsonBlock, labelChips, progressBar, statusPill, workNote } 
 
 let stopDetail = () => {};
 let answerForm = null; // { key, element, form } kept across updates while the same question is open
+let refusal = null; // { id, text }: why Run again was refused, shown until another task opens
 
 export function openDetail(id) {
   stopDetail();
   state.selected = id;
   answerForm = null;
+  refusal = null;
   $('detail').hidden = false;
   const known = state.tasks.get(id);
   if (known) renderDetail(known);
@@ -49,6 +51,20 @@ export function renderDetail(task) {
   if (workNote(task)) facts.push(['Attempts', workNote(task)]);
   if (task.owner) facts.push(['Owner', task.owner]);
   if (Object.keys(task.labels ?? {}).length) facts.push(['Labels', labelChips(task.labels)]);
+  if (task.retryOf)
+    facts.push([
+      'Runs again',
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'link mono',
+          title: 'Open the task this one runs again',
+          onclick: () => openDetail(task.retryOf),
+        },
+        task.retryOf,
+      ),
+    ]);
   $('detail-title').replaceChildren(task.kind, ' ', statusPill(task));
   const body = [
     h('dl', { class: 'facts' }, ...facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
@@ -80,7 +96,35 @@ export function renderDetail(task) {
         ),
       ),
     );
+  if ((task.status === 'FAILED' || task.status === 'CANCELLED') && mine)
+    body.push(
+      h(
+        'div',
+        { class: 'row-actions' },
+        h(
+          'button',
+          { type: 'button', class: 'primary', onclick: () => runAgain(task.id) },
+          'Run again',
+        ),
+      ),
+    );
+  if (refusal?.id === task.id) body.push(h('p', { class: 'error', role: 'alert' }, refusal.text));
   $('detail-body').replaceChildren(...body);
+}
+
+/** retryTask: the task runs again as a new one, which the panel then shows (DESIGN §15). */
+async function runAgain(id) {
+  try {
+    const { retryTask } = await state.api.request(
+      `mutation($id: ID!) { retryTask(id: $id) { ${TASK} } }`,
+      { id },
+    );
+    upsert(retryTask);
+    openDetail(retryTask.id);
+  } catch (err) {
+    refusal = { id, text: err.code ? `${err.code}: ${err.message}` : err.message };
+    renderDetail(state.tasks.get(id));
+  }
 }
 
 function answerSection(task) {
