@@ -74,37 +74,50 @@ suite(title, () => {
     await detail.getByText('tenant:acme', { exact: true }).waitFor();
   });
 
-  it('filters by kind and by status, a task moving into the status appearing live', async () => {
+  it('filters by kind and by status; a task leaves and joins the list live as its status changes', async () => {
     const hal = await d.t.token('hal');
     const slept = await d.startOverRest(hal, 'sleep', { ms: 0 });
     const asked = await d.startOverRest(hal, 'approval', { question: 'Ship it?' });
-    const page = await d.signedIn(hal);
-    await d.rowOf(page, asked).getByText('input required').waitFor();
-    await d.rowOf(page, slept).getByText('completed').waitFor();
-
-    await page.getByLabel('Show').selectOption('approval');
-    await d.rowOf(page, slept).waitFor({ state: 'detached' });
-    expect(new URL(page.url()).searchParams.get('kind')).toBe('approval');
-
-    await page.getByLabel('Status').selectOption('COMPLETED');
-    await d.rowOf(page, asked).waitFor({ state: 'detached' });
-    await page.getByText('No tasks match this filter.').waitFor();
-    expect(new URL(page.url()).searchParams.get('status')).toBe('completed');
+    const later = await d.startOverRest(hal, 'approval', { question: 'And this?' });
     const approve = async (id: string) => {
+      await eventually(async () => (await status(id)) === 'input_required' || undefined);
       const answered = await rest(d.t.url, 'POST', `/v1/jobs/${id}/input`, {
         token: hal,
         body: { key: 'decision', value: { approved: true } },
       });
       expect(answered.status).toBe(200);
     };
+    const page = await d.signedIn(hal);
+    await d.rowOf(page, asked).getByText('input required').waitFor();
+    await d.rowOf(page, later).getByText('input required').waitFor();
+    await d.rowOf(page, slept).getByText('completed').waitFor();
+
+    await page.getByLabel('Show').selectOption('approval');
+    await d.rowOf(page, slept).waitFor({ state: 'detached' });
+    expect(new URL(page.url()).searchParams.get('kind')).toBe('approval');
+
+    await page.getByLabel('Status').selectOption('INPUT_REQUIRED');
+    expect(new URL(page.url()).searchParams.get('status')).toBe('input_required');
+    await d.listening(
+      page,
+      () => d.startOverRest(hal, 'approval', { question: 'Probe?' }),
+      'input required',
+    );
+    await approve(asked);
+    await d.rowOf(page, asked).waitFor({ state: 'detached' });
+    expect(await d.rowOf(page, later).count()).toBe(1);
+
+    await page.getByLabel('Status').selectOption('FAILED');
+    await page.getByText('No tasks match this filter.').waitFor();
+    await page.getByLabel('Status').selectOption('COMPLETED');
+    await d.rowOf(page, asked).getByText('completed').waitFor();
     await d.listening(page, async () => {
       const probe = await d.startOverRest(hal, 'approval', { question: 'Probe?' });
-      await eventually(async () => (await status(probe)) === 'input_required' || undefined);
       await approve(probe);
       return probe;
     });
-    await approve(asked);
-    await d.rowOf(page, asked).getByText('completed').waitFor();
+    await approve(later);
+    await d.rowOf(page, later).getByText('completed').waitFor();
   });
 
   it('shows a refused label filter coded, under the bar', async () => {

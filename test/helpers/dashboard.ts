@@ -24,9 +24,9 @@ export interface Dashboard {
   ): Promise<string>;
   /**
    * Resolves once the page's tasksUpdated subscription is in place (see dashboard.test.ts):
-   * a task `probe` starts (and brings to completion) afterwards shows up as completed.
+   * a task `probe` starts (and brings to completion) afterwards shows up with status `text`.
    */
-  listening(page: Page, probe: () => Promise<string>): Promise<void>;
+  listening(page: Page, probe: () => Promise<string>, text?: string): Promise<void>;
   rowOf(page: Page, id: string): ReturnType<Page['getByRole']>;
   shot(page: Page, name: string): Promise<unknown>;
 }
@@ -76,12 +76,12 @@ export function dashboardSuite(options: TestAppOptions = {}): Dashboard {
     await page.getByText('live', { exact: true }).waitFor();
     return page;
   };
-  d.listening = async (page, probe) => {
+  d.listening = async (page, probe, text = 'completed') => {
     for (;;) {
       const id = await probe();
       const seen = await d
         .rowOf(page, id)
-        .getByText('completed')
+        .getByText(text)
         .waitFor({ timeout: 3_000 })
         .then(
           () => true,
