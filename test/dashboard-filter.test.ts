@@ -59,6 +59,12 @@ suite(title, () => {
     await page.getByRole('button', { name: 'Remove label tenant:acme' }).click();
     await d.rowOf(page, other).waitFor();
     expect(labelsIn(page.url())).toEqual([]);
+
+    // Back steps through earlier filters.
+    await page.goBack();
+    await page.getByRole('button', { name: 'Remove label tenant:acme' }).waitFor();
+    await d.rowOf(page, other).waitFor({ state: 'detached' });
+    expect(labelsIn(page.url())).toEqual(['tenant:acme']);
   });
 
   it('opens a shared address with its filter, and shows the labels in the detail', async () => {
