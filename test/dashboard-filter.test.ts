@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { eventually } from './helpers/app.js';
+import { ADMIN_SCOPES, eventually } from './helpers/app.js';
 import { browserSuite } from './helpers/browser.js';
 import { dashboardSuite } from './helpers/dashboard.js';
 import { rest } from './helpers/rest.js';
@@ -78,6 +78,17 @@ suite(title, () => {
     await d.rowOf(page, acme).getByRole('button', { name: 'sleep' }).click();
     const detail = page.getByRole('region', { name: /sleep/ });
     await detail.getByText('tenant:acme', { exact: true }).waitFor();
+  });
+
+  it("opens an admin's shared view of another principal's tasks under a filter", async () => {
+    const mo = await d.t.token('mo');
+    const acme = await d.startOverRest(mo, 'sleep', { ms: 0 }, { tenant: 'acme' });
+    const other = await d.startOverRest(mo, 'sleep', { ms: 0 }, { tenant: 'globex' });
+    const root = await d.t.token('root', ADMIN_SCOPES);
+    const page = await d.signedIn(root, '/?owner=mo&label=tenant:acme');
+    await page.getByRole('heading', { name: 'Tasks of mo' }).waitFor();
+    await d.rowOf(page, acme).getByText('completed').waitFor();
+    expect(await d.rowOf(page, other).count()).toBe(0);
   });
 
   it('filters by kind and by status; a task leaves and joins the list live as its status changes', async () => {
