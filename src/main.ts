@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   // after it, so its instrumentations see pg load.
   let tracing: Tracing | undefined;
   try {
-    tracing = await startTracing();
+    tracing = await startTracing(config.tracing);
     if (tracing) log.info('tracing on (OpenTelemetry)');
   } catch (err) {
     log.error({ err: coerceError(err) }, 'tracing could not start; running without it');

@@ -1,7 +1,8 @@
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tracingWanted } from '../src/tracing/start.js';
+import { tracingWanted } from '../src/config/tracing.js';
+import { loadConfig } from '../src/config.js';
 import { contextOf, currentTraceParent, tracingOn } from '../src/tracing/tracer.js';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { type Receiver, startReceiver } from './helpers/receiver.js';
@@ -34,6 +35,24 @@ describe('trace context helpers', () => {
     expect(
       tracingWanted({ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c' }),
     ).toBe(false);
+  });
+
+  it('reads the service name and refuses an OTLP protocol other than the two it names', () => {
+    expect(loadConfig({}).tracing).toEqual({ enabled: false, serviceName: 'taskhandle' });
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SERVICE_NAME: 'jobs' })
+        .tracing,
+    ).toEqual({ enabled: true, serviceName: 'jobs' });
+    for (const protocol of ['http/json', 'http/protobuf'])
+      expect(
+        loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: protocol }).tracing
+          .enabled,
+      ).toBe(true);
+    expect(() =>
+      loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'thrift' }),
+    ).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL: expected http\/protobuf or http\/json/);
+    // Tracing off: the variable is not read.
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'thrift' }).tracing.enabled).toBe(false);
   });
 
   it('round-trips a traceparent and starts afresh from anything malformed', () => {
