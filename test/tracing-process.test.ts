@@ -175,5 +175,5 @@ describe.skipIf(backend !== 'pg')('tracing across processes (Postgres)', () => {
     // Traces only: no metrics or logs were exported.
     expect(otlp.others).toEqual([]);
     await Promise.all([api.stop(), second.stop()]);
-  }, 120_000);
+  }, 180_000);
 });
