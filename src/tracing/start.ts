@@ -1,8 +1,11 @@
 import type { TracingConfig } from '../config/tracing.js';
 
+/** The longest a stop waits for the last spans to be exported. */
+const SHUTDOWN_MS = 5_000;
+
 /** The running OpenTelemetry SDK, for its flush on stop. */
 export interface Tracing {
-  /** Exports what is buffered and stops the SDK. Never rejects. */
+  /** Exports what is buffered (for up to 5 s) and stops the SDK. Never rejects. */
   shutdown(): Promise<void>;
 }
 
@@ -34,6 +37,11 @@ export async function startTracing(config: TracingConfig): Promise<Tracing | und
   });
   sdk.start();
   return {
-    shutdown: () => sdk.shutdown().catch(() => {}),
+    // A collector that does not answer holds a stop back at most this long.
+    shutdown: () =>
+      Promise.race([
+        sdk.shutdown().catch(() => {}),
+        new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_MS).unref()),
+      ]),
   };
 }
