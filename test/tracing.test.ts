@@ -241,7 +241,7 @@ describe('tracing on (an SDK collecting spans in memory)', () => {
     expect(attempt.parentSpanContext?.spanId).toBe(operationSpan);
   });
 
-  it('marks a failed attempt and a refused webhook attempt as errors', async () => {
+  it('marks a failed attempt and a refused webhook attempt as errors; a re-run belongs to the request that re-ran it', async () => {
     const refusing = await startReceiver(() => 500);
     try {
       const token = await t.token('alice');
@@ -259,6 +259,22 @@ describe('tracing on (an SDK collecting spans in memory)', () => {
         'taskhandle.delivery.outcome': 'retry',
       });
       expect(webhook.status.code).toBe(SpanStatusCode.ERROR);
+
+      // Run again under another trace: the new task belongs to the request that re-ran it.
+      const other = '5bf92f3577b34da6a3ce929d0e0e4736';
+      const retried = await fetch(`${t.url}/v1/jobs/${id}/retry`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, traceparent: `00-${other}-${SPAN}-01` },
+      });
+      expect(retried.status).toBe(202);
+      const again = ((await retried.json()) as { taskId: string }).taskId;
+      const rerun = await eventually(async () =>
+        spans().find((s) => s.name === 'POST /v1/jobs/{id}/retry'),
+      );
+      expect(rerun.spanContext().traceId).toBe(other);
+      expect(await storedTraceParent(t, again)).toBe(
+        `00-${other}-${rerun.spanContext().spanId}-01`,
+      );
     } finally {
       await refusing.close();
     }
