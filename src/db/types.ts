@@ -64,6 +64,8 @@ export interface TasksTable {
   // DESIGN §15 (migrations/0005_labels.sql).
   labels: Defaulted<Record<string, string>>;
   retry_of: string | null;
+  /** DESIGN §13: the W3C traceparent of the start request, when it was traced (0006). */
+  trace_parent: string | null;
 }
 
 export type TaskRow = Selectable<TasksTable>;

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
+import { context, failed as spanFailed, trace } from '../../tracing/tracer.js';
 import type { TaskEvents } from '../events/hub.js';
 import { type TaskContext, TaskFailedError, type TaskKind } from '../kinds.js';
 import { listPage } from '../listing.js';
@@ -12,6 +13,7 @@ import type { TaskFailure } from '../status.js';
 import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
 import { progressWriter } from './progress-writer.js';
 import { TaskTimeout } from './task-timeout.js';
+import { attemptSpan } from './trace.js';
 
 export type AbortCause = 'cancelled' | 'expired' | 'timeout' | 'lease-lost' | 'shutdown';
 
@@ -171,8 +173,11 @@ export class RunningTask {
     taskLog.debug({ workerId: lease.workerId }, 'task claimed');
     const started = performance.now();
     let failed = false;
+    const attempt = attemptSpan(row, lease.workerId);
     try {
-      const result = await kind.run(ctx);
+      const result = await context.with(trace.setSpan(attempt.parent, attempt.span), () =>
+        kind.run(ctx),
+      );
       // The handler is done: what becomes of the row now is for the outcome's statement to
       // decide (it checks the lease and the status), so the changes announced meanwhile, this
       // completion's own among them, need not be read back.
@@ -185,6 +190,7 @@ export class RunningTask {
         const err = coerceError(thrown);
         const failure = failureOf(err);
         logFailure(taskLog, err, failure);
+        spanFailed(attempt.span, err, failure.code);
         // A TaskFailedError is the handler saying the failure is final; anything else ends
         // this attempt only.
         if (err instanceof TaskFailedError || err.name === 'TaskFailedError')
@@ -195,6 +201,8 @@ export class RunningTask {
       const reason = controller.signal.reason as TaskAbortedError | undefined;
       const outcome = reason?.cause ?? (failed ? 'failed' : 'completed');
       this.options.observer?.ran(row.kind, outcome, (performance.now() - started) / 1000);
+      attempt.span.setAttribute('taskhandle.task.outcome', outcome);
+      attempt.span.end();
       this.timeout.clear();
       clearTimeout(this.expiryTimer);
       this.unwatch();
