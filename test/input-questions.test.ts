@@ -1,6 +1,8 @@
+import { TaskState } from '@a2a-js/sdk';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTaskKind } from '../src/tasks/kinds.js';
+import { a2aClient, answerRequest, startRequest } from './helpers/a2a.js';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { isFinal, pollUntil, v2Result, WITH_TASKS } from './helpers/mcp-v2.js';
 import { ANSWER_TASK, GET_TASK, START_TASK } from './helpers/operations.js';
@@ -269,5 +271,26 @@ describe('over MCP 2026-07-28', () => {
     });
     const done = await pollUntil(t.url, alice, taskId, isFinal);
     expect(done.result.structuredContent).toEqual({ name: 'Both', age: 1, attempt: 1 });
+  });
+});
+
+describe('over A2A', () => {
+  const dataOf = (task: any) =>
+    task.status.message.parts.find((part: any) => part.content?.$case === 'data')?.content.value;
+
+  it('shows the first outstanding question, and the next once it is answered', async () => {
+    const client = await a2aClient(t.url, alice);
+    const asked: any = await client.sendMessage(
+      startRequest('survey', {}, { returnImmediately: false }),
+    );
+    expect(asked.status.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(dataOf(asked)).toEqual({ key: 'name', schema: NAME });
+    const next: any = await client.sendMessage(answerRequest(asked.id, { name: 'Eve' }));
+    expect(next.status.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(dataOf(next)).toEqual({ key: 'age', schema: AGE });
+    const done: any = await client.sendMessage(
+      answerRequest(asked.id, { n: 5 }, { returnImmediately: false }),
+    );
+    expect(done.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 });
