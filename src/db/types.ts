@@ -37,6 +37,8 @@ export interface TasksTable {
   result: Json;
   error: TaskFailure | null;
   input_request: InputRequest | null;
+  /** Every question still unanswered while input_required, in asked order (migration 0007). */
+  input_requests: Defaulted<InputRequest[] | null>;
   answers: Defaulted<Record<string, unknown>>;
   version: Defaulted<number>;
   ttl_ms: number;
