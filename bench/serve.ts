@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { writeHeapSnapshot } from 'node:v8';
-import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { defineTaskKind } from '../src/tasks/kinds.js';
+import { startTracing } from '../src/tracing/start.js';
 
 /**
  * The server under benchmark: what `src/main.ts` builds, from the same environment, plus a
@@ -22,6 +22,9 @@ const noop = defineTaskKind({
 
 const config = loadConfig();
 const log = createLogger(config);
+// As main does: tracing first when OTEL_* asks (the tracing row), then the app's modules.
+const tracing = await startTracing(config.tracing);
+const { createApp } = await import('../src/app.js');
 // BENCH_YOGA_ONLY=1: a plugin with a request hook, so every request goes through yoga's own
 // HTTP layer (the direct POST path steps aside): the A/B row of the accept and poll sections.
 const yogaOnly = process.env.BENCH_YOGA_ONLY === '1' ? [{ onRequest() {} }] : [];
@@ -58,7 +61,18 @@ process.on('message', async (message: { type: string; file?: string }) => {
   if (message.type === 'heap')
     process.send!({ type: 'heap', file: writeHeapSnapshot(message.file) });
   if (message.type === 'cache') process.send!({ type: 'cache', ...app.events.cacheStats });
-  if (message.type === 'stop') void app.stop().then(() => process.exit(0));
+  if (message.type === 'stop')
+    void app
+      .stop()
+      .then(() => tracing?.shutdown())
+      .then(() => process.exit(0));
 });
-process.on('SIGTERM', () => void app.stop().then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void app
+      .stop()
+      .then(() => tracing?.shutdown())
+      .then(() => process.exit(0)),
+);
 process.send!({ type: 'listening', url });

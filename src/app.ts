@@ -34,6 +34,8 @@ import { RateLimiter } from './tasks/rate-limit.js';
 import { Runner } from './tasks/runner/runner.js';
 import { TaskService } from './tasks/service.js';
 import { findStoredTask } from './tasks/sql/find.js';
+import { useOperationSpans } from './tracing/graphql.js';
+import { tracingOn } from './tracing/tracer.js';
 import type { BodyFormat } from './webhooks/body.js';
 import { Deliverer } from './webhooks/deliverer.js';
 
@@ -184,7 +186,9 @@ export async function createApp(options: AppOptions): Promise<App> {
         development: config.development,
         limits: config.limits,
         observer: metrics,
-        plugins: options.graphqlPlugins,
+        // DESIGN §13: operation spans only while tracing is on (they hook execution only, so
+        // the direct POST path stays open either way).
+        plugins: [...(tracingOn() ? [useOperationSpans()] : []), ...(options.graphqlPlugins ?? [])],
       })
     : undefined;
   const mcp = servesApi

@@ -1,8 +1,10 @@
 import { isIP } from 'node:net';
 import { HOSTNAME, type Limits, limits } from './config/limits.js';
+import { type TracingConfig, tracingConfig } from './config/tracing.js';
 import { bool, ConfigError, DAY, type Env, int, str, token, url } from './env.js';
 
 export { type Limits, LOOPBACK_HOSTS } from './config/limits.js';
+export type { TracingConfig } from './config/tracing.js';
 export { ConfigError } from './env.js';
 
 /**
@@ -69,6 +71,8 @@ export interface Config {
   logLevel: string;
   /** DESIGN §12: what one request, socket or principal may ask. */
   limits: Limits;
+  /** DESIGN §13: OpenTelemetry tracing, from the standard OTEL_* variables. */
+  tracing: TracingConfig;
 }
 
 /** Webhook delivery (DESIGN §11). */
@@ -224,11 +228,13 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: token(env, 'METRICS_TOKEN'),
     logLevel,
     limits: limits(env, production, host),
+    tracing: tracingConfig(env),
   };
   Object.freeze(config.db);
   Object.freeze(config.auth);
   Object.freeze(config.tasks);
   Object.freeze(config.mcp);
   Object.freeze(config.webhooks);
+  Object.freeze(config.tracing);
   return Object.freeze(config);
 }

@@ -4,6 +4,7 @@ export { type Config, ConfigError, loadConfig } from './config.js';
 export { builtInKinds } from './kinds/index.js';
 export {
   defineTaskKind,
+  type InputQuestion,
   type OwnTasksRequest,
   type TaskContext,
   TaskFailedError,

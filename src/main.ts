@@ -1,8 +1,8 @@
 import { constants } from 'node:os';
-import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { coerceError } from './errors.js';
 import { createLogger } from './log.js';
+import { startTracing, type Tracing } from './tracing/start.js';
 
 /** Signals this close to the first are the same signal delivered twice, not a second one. */
 const REPEAT_MS = 1_000;
@@ -20,6 +20,16 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config);
+  // Tracing first, when the OTEL_* variables ask for it (DESIGN §13): the app's modules load
+  // after it, so its instrumentations see pg load.
+  let tracing: Tracing | undefined;
+  try {
+    tracing = await startTracing(config.tracing);
+    if (tracing) log.info('tracing on (OpenTelemetry)');
+  } catch (err) {
+    log.error({ err: coerceError(err) }, 'tracing could not start; running without it');
+  }
+  const { createApp } = await import('./app.js');
   const app = await createApp({ config, log });
   const url = await app.listen();
   log.info(
@@ -66,16 +76,19 @@ async function main(): Promise<void> {
     stoppingSince = Date.now();
     log.info({ signal }, 'stopping');
     setTimeout(() => log.debug('a second signal now forces the exit'), REPEAT_MS).unref();
-    app.stop().then(
-      () => {
-        log.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        log.error({ err: coerceError(err) }, 'stop failed');
-        process.exit(1);
-      },
-    );
+    app
+      .stop()
+      .then(() => tracing?.shutdown())
+      .then(
+        () => {
+          log.info('stopped');
+          process.exit(0);
+        },
+        (err: unknown) => {
+          log.error({ err: coerceError(err) }, 'stop failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

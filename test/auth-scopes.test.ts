@@ -138,8 +138,23 @@ describe('the schema declares authorization', () => {
       .map((field) => field.name)
       .sort();
     // DESIGN §11 adds the webhooks and deliveries to the owner's payload fields.
-    expect(guarded).toEqual(['deliveries', 'input', 'inputRequest', 'owner', 'result', 'webhooks']);
-    for (const name of ['input', 'result', 'inputRequest', 'webhooks', 'deliveries'])
+    expect(guarded).toEqual([
+      'deliveries',
+      'input',
+      'inputRequest',
+      'inputRequests',
+      'owner',
+      'result',
+      'webhooks',
+    ]);
+    for (const name of [
+      'input',
+      'result',
+      'inputRequest',
+      'inputRequests',
+      'webhooks',
+      'deliveries',
+    ])
       expect(typeof authScopesOf(task.getFields()[name]!)).toBe('function');
     expect(authScopesOf(task.getFields().owner!)).toEqual({ admin: true });
     expect(

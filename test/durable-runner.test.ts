@@ -96,7 +96,7 @@ describe('the runner', () => {
     for (const lease of stale) {
       expect(await reportProgress(db, id, lease, 0.9, 'stale')).toBeUndefined();
       expect(
-        await markInputRequired(db, id, lease, { key: 'k', message: 'stale' }),
+        await markInputRequired(db, id, lease, [{ key: 'k', message: 'stale' }]),
       ).toBeUndefined();
       expect(await completeTask(db, id, lease, { stale: true })).toBeUndefined();
       expect(await failTask(db, id, lease, { code: 'STALE', message: 'stale' })).toBeUndefined();

@@ -188,7 +188,8 @@ describe('fuzzing Host, Origin and Content-Length', { timeout: 300_000 }, () => 
       if (server.child.exitCode !== null) throw new Error(`fuzz server exited: ${server.stderr()}`);
       await once(server.child.stdout!, 'data');
     }
-  });
+    // A process of its own migrating a fresh embedded database: slow on a loaded machine.
+  }, 180_000);
   afterAll(async () => {
     server?.child.kill('SIGKILL');
     await server?.exited;

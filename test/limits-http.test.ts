@@ -112,22 +112,35 @@ describe('the body limit', () => {
   it('reads and drops the whole of a 12 MiB refused body, so the close is clean, not a reset', async () => {
     // fetch, curl and the SDKs write the whole body before they read the answer: a server
     // that closes with bytes unread resets the connection, and they see EPIPE, not the 413.
-    for (const path of ['/graphql', '/v1/jobs']) {
-      const conn = new RawConnection(t.url);
-      const body = big(12 * 1024 * 1024);
-      const head = post(
-        path,
-        { 'Content-Type': 'application/json', 'Content-Length': String(body.length) },
-        '',
-      );
-      const sent = conn.write(head + body);
-      const res = await conn.response();
-      expect(res?.status, path).toBe(413);
-      expect(await sent).toBe(true);
-      expect(await conn.closed).toEqual({ reset: false });
+    // Its own server: 12 MiB may take longer than this file's short request timeout to send.
+    const roomy = await startTestApp({
+      env: { HTTP_MAX_BODY_BYTES: String(LIMIT), HTTP_REQUEST_TIMEOUT_MS: '60000' },
+    });
+    try {
+      await sendsTwelveMiB(roomy);
+    } finally {
+      await roomy.stop();
     }
   });
 });
+
+/** The body is refused on its declared length, before any token is looked at. */
+async function sendsTwelveMiB(app: TestApp): Promise<void> {
+  for (const path of ['/graphql', '/v1/jobs']) {
+    const conn = new RawConnection(app.url);
+    const body = big(12 * 1024 * 1024);
+    const head = post(
+      path,
+      { 'Content-Type': 'application/json', 'Content-Length': String(body.length) },
+      '',
+    );
+    const sent = conn.write(head + body);
+    const res = await conn.response();
+    expect(res?.status, path).toBe(413);
+    expect(await sent).toBe(true);
+    expect(await conn.closed).toEqual({ reset: false });
+  }
+}
 
 describe('timeouts', () => {
   it('closes a socket whose headers never finish', async () => {

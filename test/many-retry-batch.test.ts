@@ -150,8 +150,31 @@ describe('startTasks', () => {
     const rest = await api('POST', '/v1/jobs/batch', { token: carol, body: { jobs: inputs } });
     expect(rest.status).toBe(422);
     expect(rest.body.code).toBe('BAD_USER_INPUT');
-    expect(rest.body.detail ?? rest.body.title).toMatch(/entry 37/);
+    expect(rest.headers.get('content-type')).toBe('application/problem+json');
+    expect(rest.body.index).toBe(37);
+    expect(rest.body.detail).toMatch(/^entry 37: /);
     expect(await stored('carol')).toBe(0);
+  });
+
+  it('names a malformed REST entry by its index as a problem member', async () => {
+    const frank = await t.token('frank');
+    const good = { kind: 'hold', input: {} };
+    for (const [index, bad] of [
+      [0, 'not an object'],
+      [2, { ...good, idempotencyKey: 7 }],
+      [1, { kind: 42 }],
+      [3, { kind: 'no-such-kind' }],
+    ] as const) {
+      const jobs = [good, good, good, good];
+      jobs[index] = bad as never;
+      const res = await api('POST', '/v1/jobs/batch', { token: frank, body: { jobs } });
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({ code: 'BAD_USER_INPUT', index });
+      expect(res.body.detail).toMatch(new RegExp(`^entry ${index}: `));
+    }
+    const whole = await api('POST', '/v1/jobs/batch', { token: frank, body: { jobs: {} } });
+    expect(whole.body).not.toHaveProperty('index');
+    expect(await stored('frank')).toBe(0);
   });
 
   it('stores nothing when a later entry reuses a key with another request', async () => {

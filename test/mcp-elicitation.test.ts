@@ -29,10 +29,25 @@ const pick = defineTaskKind({
     }),
 });
 
+/** Asks two flat questions at once: this revision asks them one after the other. */
+const pair = defineTaskKind({
+  name: 'pair',
+  description: 'asks for two words at once',
+  inputSchema: { type: 'object' },
+  run: ({ requestInputs }) =>
+    requestInputs(
+      ['first', 'second'].map((key) => ({
+        key,
+        message: `The ${key} word?`,
+        schema: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] },
+      })),
+    ),
+});
+
 let t: TestApp;
 let alice: string;
 beforeAll(async () => {
-  t = await startTestApp({ kinds: [pick] });
+  t = await startTestApp({ kinds: [pick, pair] });
   alice = await t.token('alice');
 });
 afterAll(() => t?.stop());
@@ -83,6 +98,22 @@ describe('questions while input_required', () => {
         },
         _meta: { [RELATED]: { taskId: task.taskId } },
       },
+    ]);
+    await client.close();
+  });
+
+  it('asks the questions of a task with several outstanding one after the other', async () => {
+    const script = scripted({ action: 'accept', content: { word: 'same' } });
+    const client = await connectMcp(t.url, alice, { elicit: script.handler });
+    const { task } = await client.startTask('pair', {});
+    const result = await client.client.experimental.tasks.getTaskResult(
+      task.taskId,
+      CallToolResultSchema,
+    );
+    expect(result.structuredContent).toEqual({ first: { word: 'same' }, second: { word: 'same' } });
+    expect(script.asked.map((asked) => asked.message)).toEqual([
+      'The first word?',
+      'The second word?',
     ]);
     await client.close();
   });

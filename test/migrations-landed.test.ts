@@ -14,6 +14,8 @@ const LANDED: Readonly<Record<string, string>> = {
   '0003_delivery_claims.sql': 'eef50df6f36f41b6ebee00298b843c6bd0bb6007e5dada1323727bf147674268',
   '0004_managed_work.sql': '992fc271697d74c6e66ad9c2559008b0e8224425dac0d8edb4760fad9d2724e5',
   '0005_labels.sql': 'e0f8b1d254fb95a49bba2dd698353c744dfcd0f6115aa2f3ff358ba374de9f8d',
+  '0006_trace_context.sql': '9406e9a5ff8daac8381bc6085ad560aefca8a292a7487532055b67075770011f',
+  '0007_input_requests.sql': 'b610a882601c39d52a002262ecf88bf6cb70837b600b884ca79b3950fa7643c7',
 };
 
 const DIR = new URL('../migrations/', import.meta.url);

@@ -103,3 +103,30 @@ export function richText(text) {
     .map((part, i) => (i % 2 ? h('code', {}, part) : part))
     .filter((part) => part !== '');
 }
+
+/**
+ * A task's labels as chips (`key:value`), or '' when it has none; with `onPick`, each chip is a
+ * button that hands its `key:value` over (the list adds it to the filter).
+ */
+export function labelChips(labels, onPick) {
+  const entries = Object.entries(labels ?? {});
+  if (!entries.length) return '';
+  return h(
+    'span',
+    { class: 'chips' },
+    ...entries.map(([key, value]) =>
+      onPick
+        ? h(
+            'button',
+            {
+              type: 'button',
+              class: 'chip',
+              title: `Show only tasks labelled ${key}:${value}`,
+              onclick: () => onPick(`${key}:${value}`),
+            },
+            `${key}:${value}`,
+          )
+        : h('span', { class: 'chip' }, `${key}:${value}`),
+    ),
+  );
+}

@@ -37,6 +37,8 @@ export interface TasksTable {
   result: Json;
   error: TaskFailure | null;
   input_request: InputRequest | null;
+  /** Every question still unanswered while input_required, in asked order (migration 0007). */
+  input_requests: Defaulted<InputRequest[] | null>;
   answers: Defaulted<Record<string, unknown>>;
   version: Defaulted<number>;
   ttl_ms: number;
@@ -64,6 +66,8 @@ export interface TasksTable {
   // DESIGN §15 (migrations/0005_labels.sql).
   labels: Defaulted<Record<string, string>>;
   retry_of: string | null;
+  /** DESIGN §13: the W3C traceparent of the start request, when it was traced (0006). */
+  trace_parent: string | null;
 }
 
 export type TaskRow = Selectable<TasksTable>;

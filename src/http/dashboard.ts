@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loopbackPeer } from './hosts.js';
@@ -42,9 +42,8 @@ const escapeAttribute = (text: string) => text.replace(/[&"<>]/g, (c) => `&#${c.
  */
 export function createDashboardHandler(options: DashboardOptions = {}): RouteHandler {
   const assets = new Map<string, Asset>();
-  const modules = ['app.js', 'api.js', 'schema-form.js', 'view.js'];
-  const styles = ['style.css', 'tasks.css', 'detail.css', 'narrow.css'];
-  for (const name of [...modules, ...styles])
+  // Every module and stylesheet of web/ (the page's own files, nothing from elsewhere).
+  for (const name of readdirSync(WEB).filter((n) => /^[\w-]+\.(js|css)$/.test(n)))
     assets.set(`/dashboard/${name}`, asset(join(WEB, name)));
   for (const name of readdirJs(GRAPHQL_WS))
     assets.set(`/dashboard/vendor/graphql-ws/${name}`, asset(join(GRAPHQL_WS, name)));

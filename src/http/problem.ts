@@ -33,18 +33,22 @@ export function sendJson(
   res.end(text);
 }
 
-/** An RFC 9457 problem document carrying one of the contract's codes. */
+/**
+ * An RFC 9457 problem document carrying one of the contract's codes; `members` are extension
+ * members after `detail` (a batch entry's `index`).
+ */
 export function sendProblem(
   res: ServerResponse,
   status: number,
   code: string,
   detail: string,
   headers: Record<string, string> = {},
+  members: Record<string, unknown> = {},
 ): void {
   sendJson(
     res,
     status,
-    { type: 'about:blank', title: TITLE_OF[status] ?? 'Error', status, code, detail },
+    { type: 'about:blank', title: TITLE_OF[status] ?? 'Error', status, code, detail, ...members },
     headers,
     'application/problem+json',
   );

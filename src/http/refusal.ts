@@ -95,7 +95,7 @@ function retryAfter(err: ServiceError): Record<string, string> {
 
 /**
  * A coded refusal as a problem document: its status, the bearer challenge (with `challenge`
- * params on a 401) and `Retry-After` where one applies.
+ * params on a 401), `Retry-After` where one applies, and `index` for a refused batch entry.
  */
 export function sendRefusal(
   res: ServerResponse,
@@ -103,10 +103,19 @@ export function sendRefusal(
   challenge: Record<string, string> = {},
 ): void {
   const status = err instanceof HttpRefusal ? err.status : (STATUS_OF[err.code] ?? 400);
-  sendProblem(res, status, err.code, err.message, {
-    ...bearerChallenge(err, err.code === 'UNAUTHENTICATED' ? challenge : {}),
-    ...retryAfter(err),
-  });
+  // A refusal of one entry of a batch names it, as GraphQL's extensions.index does (§15).
+  const index = err.details?.index;
+  sendProblem(
+    res,
+    status,
+    err.code,
+    err.message,
+    {
+      ...bearerChallenge(err, err.code === 'UNAUTHENTICATED' ? challenge : {}),
+      ...retryAfter(err),
+    },
+    typeof index === 'number' ? { index } : {},
+  );
 }
 
 /** 405 with the `Allow` header: the path exists, the method does not. */

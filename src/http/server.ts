@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import { coerceError } from '../errors.js';
+import { traceRequest } from '../tracing/http.js';
 import { declaredTooLarge, PayloadTooLarge, sendTooLarge, setBodyLimit } from './body.js';
 import { applyCors } from './cors.js';
 import { guardUpgrades, hostAllowed, sendMisdirected } from './hosts.js';
@@ -75,7 +76,7 @@ export function createHttpServer(routes: HttpRoutes): Server {
       connectionsCheckingInterval: Math.max(50, Math.min(1_000, limits.httpHeadersTimeoutMs / 4)),
     },
     (req, res) => {
-      serve(req, res).catch((err: unknown) => {
+      traceRequest(req, res, () => serve(req, res)).catch((err: unknown) => {
         if (err instanceof PayloadTooLarge) return sendTooLarge(res, err.limit);
         log.error({ err: coerceError(err), method: req.method, url: req.url }, 'unexpected error');
         if (res.headersSent) return void res.destroy();

@@ -19,8 +19,9 @@ export interface AnswerContext {
 }
 
 /**
- * Answers the task's pending input request as its owner, attaching `webhook` in the same
- * statement when given; a refused answer keeps none.
+ * Answers the task's outstanding question `key` as its owner, attaching `webhook` in the same
+ * statement when given; a refused answer keeps none. The task resumes (WORKING) once this was
+ * its last outstanding question; otherwise it stays INPUT_REQUIRED, waiting for the others.
  * @throws ServiceError NOT_AWAITING_INPUT when the task no longer waits for `key`
  */
 export async function answerInput(
@@ -37,8 +38,7 @@ export async function answerInput(
   const attach = webhook == null ? null : webhooks.prepare(webhook);
   const row = await findVisibleTask(db, taskId, actor.id);
   if (!row) throw notFound();
-  checkAwaiting(row, key);
-  const schema = row.input_request?.schema;
+  const { schema } = checkAwaiting(row, key);
   if (schema) validateAgainst(schema, value, `value for ${key}`);
   const changed = attach
     ? await webhooks.answerWith(taskId, actor.id, key, value, attach)

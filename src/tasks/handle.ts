@@ -34,6 +34,8 @@ export interface TaskReport extends TaskHandle {
   result?: unknown;
   error?: Task['error'];
   inputRequest?: Task['inputRequest'];
+  /** Every outstanding question, the first being `inputRequest`. */
+  inputRequests?: Task['inputRequests'];
 }
 
 export function handleOf(task: Task): TaskHandle {
@@ -62,7 +64,10 @@ export function reportOf(task: Task, viewer: Actor | null): TaskReport {
   if (task.statusMessage !== null) report.statusMessage = task.statusMessage;
   if (owner && task.status === 'completed') report.result = task.result ?? null;
   if (task.error) report.error = task.error;
-  if (owner && task.inputRequest) report.inputRequest = task.inputRequest;
+  if (owner && task.inputRequest) {
+    report.inputRequest = task.inputRequest;
+    report.inputRequests = task.inputRequests;
+  }
   return report;
 }
 

@@ -13,6 +13,16 @@ export interface OwnTasksRequest {
   statuses?: readonly TaskStatus[] | null;
 }
 
+/** A question a handler asks its task's owner (`requestInput`, `requestInputs`). */
+export interface InputQuestion {
+  /** Names the answer: `provideTaskInput(id, key, value)`. */
+  key: string;
+  /** What the owner is asked. */
+  message: string;
+  /** JSON Schema the answer must satisfy. */
+  schema?: Record<string, unknown>;
+}
+
 /** What a handler gets. */
 export interface TaskContext<Input = unknown> {
   readonly taskId: string;
@@ -29,11 +39,18 @@ export interface TaskContext<Input = unknown> {
    * answers `key` with a value valid against `schema`. An answer already given (on an earlier
    * attempt) is returned at once.
    */
-  requestInput<T = unknown>(request: {
-    key: string;
-    message: string;
-    schema?: Record<string, unknown>;
-  }): Promise<T>;
+  requestInput<T = unknown>(request: InputQuestion): Promise<T>;
+  /**
+   * Asks the task's owner several questions at once: the task becomes INPUT_REQUIRED with all
+   * of them outstanding, each answered on its own (`provideTaskInput` with its `key`, in any
+   * order, each value checked against its own `schema`) and stored as it comes; the task
+   * resumes once every one is answered. Resolves to the answers by key. Answers already given
+   * (on an earlier attempt) are not asked again; when all were given it resolves at once.
+   * The keys must differ; an empty list resolves to `{}`.
+   */
+  requestInputs<T extends Record<string, unknown> = Record<string, unknown>>(
+    requests: readonly InputQuestion[],
+  ): Promise<T>;
   /**
    * One page of the owner's own unexpired tasks, newest first (this task included): what the
    * owner could list themselves, and nothing else of the store.

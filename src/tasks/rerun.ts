@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Executor } from '../db/types.js';
 import { notFound, ServiceError } from '../errors.js';
+import { currentTraceParent } from '../tracing/tracer.js';
 import type { KindRegistry } from './kinds.js';
 import type { Actor } from './requests.js';
 import { findVisibleTask } from './sql/find.js';
@@ -38,6 +39,7 @@ export async function retryTask(
     idempotencyKey: null,
     labels: row.labels,
     retryOf: row.id,
+    traceParent: currentTraceParent(),
     // A re-run starts at once, managed as the original was (DESIGN §15).
     runAt: null,
     priority: row.priority,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Executor } from '../db/types.js';
 import { ServiceError } from '../errors.js';
+import { currentTraceParent } from '../tracing/tracer.js';
 import type { LocalChanges } from './events/hub.js';
 import { type KindRegistry, validateAgainst } from './kinds.js';
 import { resolveManagedWork } from './managed.js';
@@ -67,6 +68,8 @@ export function prepareStart(
       ...managed,
       labels,
       retryOf: null,
+      // Its attempts and deliveries continue the trace of the request starting it (DESIGN §13).
+      traceParent: currentTraceParent(),
     },
     webhook,
   };

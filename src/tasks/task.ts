@@ -1,4 +1,5 @@
 import type { TaskRow } from '../db/types.js';
+import { outstandingQuestions } from './awaiting.js';
 import type { InputRequest, TaskFailure, TaskStatus } from './status.js';
 
 export type { InputRequest, TaskFailure } from './status.js';
@@ -20,7 +21,10 @@ export interface Task {
   input: unknown;
   result: unknown;
   error: TaskFailure | null;
+  /** The first outstanding question while INPUT_REQUIRED (the one the single-question faces show). */
   inputRequest: InputRequest | null;
+  /** Every outstanding question while INPUT_REQUIRED, in the order asked; empty otherwise. */
+  inputRequests: InputRequest[];
   /** Runs started so far (0 before the first). */
   attempt: number;
   maxAttempts: number;
@@ -87,6 +91,7 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     result: row.result,
     error: row.error,
     inputRequest: row.input_request,
+    inputRequests: outstandingQuestions(row),
     attempt: row.attempt,
     maxAttempts: row.max_attempts,
     runAt: waitingSince(row),

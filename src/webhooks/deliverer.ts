@@ -17,6 +17,7 @@ import {
   outcomeOf,
   releaseDeliveries,
 } from './outbox.js';
+import { endAttemptSpan, readTraceParents, startAttemptSpan } from './trace.js';
 
 export interface DelivererOptions {
   db: Kysely<Database>;
@@ -48,6 +49,8 @@ export class Deliverer {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly stopping = new AbortController();
   private claiming = false;
+  /** The claim under way, which a stop waits for: what it claims then is given back. */
+  private pumping: Promise<void> | undefined;
   private again = false;
   /**
    * The last claim found fewer due deliveries than it had slots for, and nothing has said since
@@ -95,7 +98,9 @@ export class Deliverer {
     }
     // After this turn of the event loop: slots freed together are claimed by one statement.
     this.claiming = true;
-    setImmediate(() => void this.pump());
+    setImmediate(() => {
+      this.pumping = this.pump();
+    });
   }
 
   private async pump(): Promise<void> {
@@ -110,6 +115,14 @@ export class Deliverer {
           free,
           this.leaseMs,
         );
+        // Without them the attempts are still sent, in traces of their own.
+        await readTraceParents(this.options.db, claims).catch((err: unknown) =>
+          this.options.log.warn({ err: coerceError(err) }, 'reading trace contexts failed'),
+        );
+        if (this.closed) {
+          await releaseDeliveries(this.options.db, this.options.workerId, claims);
+          break;
+        }
         for (const claim of claims) this.run(claim);
         this.satisfied = claims.length < free;
         if (claims.length < free && !this.again) break;
@@ -133,9 +146,11 @@ export class Deliverer {
     const { config, log, db, workerId } = this.options;
     const startedAt = performance.now();
     const body = bodyOf(claim, this.options.formats);
+    const headers = headersFor(claim, body);
+    const span = startAttemptSpan(claim, headers);
     const result = await attempt({
       url: claim.url,
-      headers: headersFor(claim, body),
+      headers,
       body,
       timeoutMs: config.timeoutMs,
       allowPrivate: config.allowPrivate,
@@ -144,8 +159,10 @@ export class Deliverer {
     });
     const durationMs = Math.round(performance.now() - startedAt);
     // Stopped mid-attempt: the stop gives the delivery back uncounted.
-    if (this.stopping.signal.aborted && result.statusCode === null) return;
+    if (this.stopping.signal.aborted && result.statusCode === null)
+      return endAttemptSpan(span, result, null);
     const outcome = outcomeOf(result, claim.attempts, config.retryScheduleMs);
+    endAttemptSpan(span, result, outcome);
     // Any other outcome than delivered changes what is due (a failed delivery lets its webhook's
     // next go), which no claim has seen yet.
     if (outcome.kind !== 'delivered') this.satisfied = false;
@@ -230,7 +247,10 @@ export class Deliverer {
         limit,
         leaseMs: this.leaseMs,
       });
-      if (!this.closed) for (const next of claimed) this.run(next);
+      if (!this.closed) {
+        await readTraceParents(db, claimed).catch(() => {});
+        for (const next of claimed) this.run(next);
+      }
       // Stopped meanwhile: give them back for another process (or lapse with their lease).
       else await releaseDeliveries(db, workerId, claimed).catch(() => {});
       // Without a claim here, the next versions of the webhooks just delivered may now be due
@@ -269,6 +289,7 @@ export class Deliverer {
     for (const off of this.unsubscribe) off();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    await this.pumping;
     const all = () => Promise.all([...this.inFlight.values()].map((f) => f.done));
     const grace = new AbortController();
     await Promise.race([

@@ -83,24 +83,21 @@ const confirmDelete = defineTaskKind<{ filename: string }, string>({
   },
 });
 
-/** Asks two questions; a task waits for one answer at a time, so they come one after the other. */
+/** Asks two questions at once: the task waits with both outstanding until each is answered. */
 const multiInput = defineTaskKind<Record<string, never>, string>({
   name: 'multi_input',
   description: 'Asks for a name and a confirmation.',
   inputSchema: { type: 'object' },
   pollIntervalMs: 200,
-  async run({ requestInput }) {
+  async run({ requestInputs }) {
     const form = { type: 'object', properties: { name: text(), confirm: { type: 'boolean' } } };
-    const first = await requestInput<{ name?: string }>({
-      key: 'first',
-      message: 'First name?',
-      schema: form,
-    });
-    const second = await requestInput<{ name?: string }>({
-      key: 'second',
-      message: 'Second name?',
-      schema: form,
-    });
+    const { first, second } = await requestInputs<{
+      first: { name?: string };
+      second: { name?: string };
+    }>([
+      { key: 'first', message: 'First name?', schema: form },
+      { key: 'second', message: 'Second name?', schema: form },
+    ]);
     return `Got ${first.name ?? '?'} and ${second.name ?? '?'}.`;
   },
 });

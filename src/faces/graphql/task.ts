@@ -96,6 +96,15 @@ export const TaskRef = builder.objectRef<Task>('Task').implement({
       unauthorizedResolver: () => null,
       resolve: (task) => task.inputRequest,
     }),
+    inputRequests: t.field({
+      type: [TaskInputRequestRef],
+      nullable: true,
+      description:
+        'Every question still unanswered while INPUT_REQUIRED, in the order asked (inputRequest is the first); empty otherwise. Owner only; null for anyone else.',
+      authScopes: mayReadTaskPayloads,
+      unauthorizedResolver: () => null,
+      resolve: (task) => task.inputRequests,
+    }),
     owner: t.exposeString('owner', {
       nullable: true,
       description: 'The principal that started the task. Admins only; null for anyone else.',

@@ -161,7 +161,7 @@ function final(row: TaskRow): boolean {
 
 function payloadBytes(row: TaskRow): number {
   let bytes = 0;
-  for (const value of [row.input, row.result, row.input_request, row.error]) {
+  for (const value of [row.input, row.result, row.input_requests ?? row.input_request, row.error]) {
     if (value != null) bytes += JSON.stringify(value).length;
   }
   return bytes;

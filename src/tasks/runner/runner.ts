@@ -11,6 +11,7 @@ import { claimWork, failLostTasks, releaseLeases } from '../sql/leases.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { OutcomeRecorder } from './outcome.js';
 import { RunningTask, type RunningTaskOptions } from './running-task.js';
+import { recordClaim } from './trace.js';
 
 export { type AbortCause, TaskAbortedError } from './running-task.js';
 
@@ -226,6 +227,7 @@ export class Runner {
 
   private run(row: TaskRow, claimedAt: number): void {
     const kind = this.options.kinds.require(row.kind);
+    recordClaim(row, this.options.workerId, claimedAt);
     const task = new RunningTask(row, this.options.workerId, claimedAt, this.taskOptions);
     this.tasks.set(row.id, task);
     task.start(kind);

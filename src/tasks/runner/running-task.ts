@@ -2,8 +2,9 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
+import { context, failed as spanFailed, trace } from '../../tracing/tracer.js';
 import type { TaskEvents } from '../events/hub.js';
-import { type TaskContext, TaskFailedError, type TaskKind } from '../kinds.js';
+import { type InputQuestion, type TaskContext, TaskFailedError, type TaskKind } from '../kinds.js';
 import { listPage } from '../listing.js';
 import type { TaskObserver } from '../observer.js';
 import { backoffMs } from '../retry.js';
@@ -12,6 +13,7 @@ import type { TaskFailure } from '../status.js';
 import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
 import { progressWriter } from './progress-writer.js';
 import { TaskTimeout } from './task-timeout.js';
+import { attemptSpan } from './trace.js';
 
 export type AbortCause = 'cancelled' | 'expired' | 'timeout' | 'lease-lost' | 'shutdown';
 
@@ -58,7 +60,11 @@ export class RunningTask {
   private unwatch: () => void = () => {};
   /** Local deadline of the lease; past it without a renewal, the task may be someone else's. */
   private leaseUntil: number;
-  private waitingFor: { key: string; resolve(value: unknown): void } | null = null;
+  /** The keys the handler waits for (some may be answered already) and how to resume it. */
+  private waitingFor: {
+    keys: readonly string[];
+    resolve(answers: Record<string, unknown>): void;
+  } | null = null;
 
   /** @param claimedAt when the claim was sent: the lease runs from no earlier than this */
   constructor(
@@ -134,11 +140,17 @@ export class RunningTask {
       this.abort('lease-lost');
       return;
     }
+    // An answer that leaves other questions outstanding keeps the task INPUT_REQUIRED: the
+    // handler resumes only once the task is WORKING with every answer stored.
     const waiting = this.waitingFor;
-    if (waiting && row.status === 'working' && Object.hasOwn(row.answers, waiting.key)) {
+    if (
+      waiting &&
+      row.status === 'working' &&
+      waiting.keys.every((key) => Object.hasOwn(row.answers, key))
+    ) {
       this.waitingFor = null;
       this.timeout.start();
-      waiting.resolve(row.answers[waiting.key]);
+      waiting.resolve(answersTo(waiting.keys, row.answers));
     }
   }
 
@@ -165,14 +177,19 @@ export class RunningTask {
         signal: controller.signal,
         throttleMs: progressThrottleMs,
       }),
-      requestInput: (request) => this.askForInput(request) as Promise<any>,
+      requestInput: (request) =>
+        this.askForInputs([request]).then((answers) => answers[request.key]) as Promise<any>,
+      requestInputs: (requests) => this.askForInputs(requests) as Promise<any>,
     };
     const taskLog = log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
     taskLog.debug({ workerId: lease.workerId }, 'task claimed');
     const started = performance.now();
     let failed = false;
+    const attempt = attemptSpan(row, lease.workerId);
     try {
-      const result = await kind.run(ctx);
+      const result = await context.with(trace.setSpan(attempt.parent, attempt.span), () =>
+        kind.run(ctx),
+      );
       // The handler is done: what becomes of the row now is for the outcome's statement to
       // decide (it checks the lease and the status), so the changes announced meanwhile, this
       // completion's own among them, need not be read back.
@@ -185,6 +202,7 @@ export class RunningTask {
         const err = coerceError(thrown);
         const failure = failureOf(err);
         logFailure(taskLog, err, failure);
+        spanFailed(attempt.span, err, failure.code);
         // A TaskFailedError is the handler saying the failure is final; anything else ends
         // this attempt only.
         if (err instanceof TaskFailedError || err.name === 'TaskFailedError')
@@ -195,6 +213,8 @@ export class RunningTask {
       const reason = controller.signal.reason as TaskAbortedError | undefined;
       const outcome = reason?.cause ?? (failed ? 'failed' : 'completed');
       this.options.observer?.ran(row.kind, outcome, (performance.now() - started) / 1000);
+      attempt.span.setAttribute('taskhandle.task.outcome', outcome);
+      attempt.span.end();
       this.timeout.clear();
       clearTimeout(this.expiryTimer);
       this.unwatch();
@@ -234,29 +254,30 @@ export class RunningTask {
     void this.endAttempt(failure, this.options.log.child({ taskId: this.row.id }));
   }
 
-  /** The handler's `requestInput`: an answer already given, or INPUT_REQUIRED until one comes. */
-  private askForInput(request: {
-    key: string;
-    message: string;
-    schema?: Record<string, unknown>;
-  }): Promise<unknown> {
+  /**
+   * The handler's `requestInput` and `requestInputs`: the answers already given, or
+   * INPUT_REQUIRED with the questions not yet answered until every one is.
+   */
+  private askForInputs(requests: readonly InputQuestion[]): Promise<Record<string, unknown>> {
     const { signal } = this.controller;
     signal.throwIfAborted();
-    if (Object.hasOwn(this.row.answers, request.key))
-      return Promise.resolve(this.row.answers[request.key]);
+    const keys = requests.map((request) => request.key);
+    if (new Set(keys).size !== keys.length)
+      return Promise.reject(new TypeError(`Input keys must differ: ${JSON.stringify(keys)}.`));
+    const { answers } = this.row;
+    const [first, ...rest] = requests
+      .filter((request) => !Object.hasOwn(answers, request.key))
+      .map(({ key, message, schema }) => ({ key, message, ...(schema ? { schema } : {}) }));
+    if (!first) return Promise.resolve(answersTo(keys, answers));
     let asked: Promise<TaskRow | undefined>;
     try {
-      asked = markInputRequired(this.options.db, this.row.id, this.lease, {
-        key: request.key,
-        message: request.message,
-        ...(request.schema ? { schema: request.schema } : {}),
-      });
+      asked = markInputRequired(this.options.db, this.row.id, this.lease, [first, ...rest]);
     } catch (err) {
       return Promise.reject(err); // a schema JSON cannot express: nothing was asked
     }
     this.timeout.pause();
-    return new Promise<unknown>((resolve, reject) => {
-      this.waitingFor = { key: request.key, resolve };
+    return new Promise<Record<string, unknown>>((resolve, reject) => {
+      this.waitingFor = { keys, resolve };
       this.options.waiting();
       signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       asked.then(
@@ -273,4 +294,12 @@ export class RunningTask {
       );
     });
   }
+}
+
+/** The stored answers to `keys`, by key. */
+function answersTo(
+  keys: readonly string[],
+  answers: Record<string, unknown>,
+): Record<string, unknown> {
+  return Object.fromEntries(keys.map((key) => [key, answers[key]]));
 }

@@ -49,7 +49,7 @@ export async function cancelBatch(
   const result = await sql<{ id: string; version: number }>`
     with t as (
       update tasks set status = 'cancelled', version = version + 1, last_updated_at = now(),
-             input_request = null, status_message = null
+             input_request = null, input_requests = null, status_message = null
       where id = any(${rows.map((r) => r.id)}::uuid[]) and owner = ${owner}
         and expires_at > now() and status in ('working', 'input_required')
       returning id, version

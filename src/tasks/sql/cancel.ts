@@ -11,7 +11,7 @@ export async function cancelTask(
   const result = await sql<TaskRow>`
     with t as (
       update tasks set status = 'cancelled', version = version + 1, last_updated_at = now(),
-             input_request = null, status_message = null
+             input_request = null, input_requests = null, status_message = null
       where id = ${id}::uuid and (${owner}::text is null or owner = ${owner}::text)
         and expires_at > now() and status in ('working', 'input_required')
       returning *

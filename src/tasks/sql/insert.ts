@@ -22,6 +22,8 @@ export interface NewTask {
   /** DESIGN §15: checked labels (`{}` for none) and the task this one runs again. */
   labels?: Record<string, string>;
   retryOf?: string | null;
+  /** DESIGN §13: the W3C traceparent of the request that starts it (null: not traced). */
+  traceParent?: string | null;
 }
 
 /** A task inserted already leased: the inserting process runs it at once (attempt 1). */
@@ -61,7 +63,7 @@ export async function insertTask(
         insert into tasks (id, owner, kind, input, ttl_ms, created_at, last_updated_at, expires_at,
                            poll_interval_ms, idempotency_key, max_attempts, timeout_ms, run_at, hold,
                            priority, concurrency_key, concurrency_limit, retry_initial_delay_ms,
-                           retry_factor, retry_max_delay_ms, labels, retry_of,
+                           retry_factor, retry_max_delay_ms, labels, retry_of, trace_parent,
                            worker_id, attempt, lease_expires_at)
         select ${task.id}::uuid, ${task.owner}, ${task.kind}, ${json(task.input)}, ${task.ttlMs}::int,
                 c.at, c.at, c.at + ${task.ttlMs}::int * interval '1 millisecond', ${task.pollIntervalMs}::int,
@@ -69,7 +71,7 @@ export async function insertTask(
                 greatest(c.at, c.run_at), case when c.run_at > c.at then 'time' end,
                 ${task.priority}::int, ${task.concurrencyKey}, ${task.concurrencyLimit}::int,
                 ${task.retry.initialDelayMs}::int, ${task.retry.factor}::float8, ${task.retry.maxDelayMs}::int,
-                ${json(task.labels ?? {})}, ${task.retryOf ?? null}::uuid,
+                ${json(task.labels ?? {})}, ${task.retryOf ?? null}::uuid, ${task.traceParent ?? null}::text,
                 ${lease?.workerId ?? null}::text, ${lease ? 1 : 0}::int,
                 c.at + ${lease?.leaseMs ?? null}::int * interval '1 millisecond'
         -- millisecond precision: cursors and expiresAt round-trip through JS Dates exactly

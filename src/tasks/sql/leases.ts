@@ -84,7 +84,7 @@ export async function failLostTasks(db: Executor, limit = 100): Promise<TaskRow[
       update tasks t
       set status = 'failed', error = ${json(failure)}, last_error = ${json(failure)},
           version = t.version + 1, last_updated_at = now(),
-          worker_id = null, lease_expires_at = null, input_request = null
+          worker_id = null, lease_expires_at = null, input_request = null, input_requests = null
       from (
         select id from tasks
         where status = 'working' and lease_expires_at < now() and attempt >= max_attempts and expires_at > now()
@@ -179,7 +179,7 @@ export function failTask(
     id,
     lease,
     from,
-    sql`status = 'failed', error = ${json(failure)}, last_error = ${json(failure)}, input_request = null, worker_id = null, lease_expires_at = null`,
+    sql`status = 'failed', error = ${json(failure)}, last_error = ${json(failure)}, input_request = null, input_requests = null, worker_id = null, lease_expires_at = null`,
   );
 }
 
@@ -206,7 +206,7 @@ export async function retryOrFail(
     ), t as (
       update tasks t set
         last_error = ${json(failure)}, version = t.version + 1, last_updated_at = now(),
-        worker_id = null, lease_expires_at = null, input_request = null,
+        worker_id = null, lease_expires_at = null, input_request = null, input_requests = null,
         status = case when r.again then 'working' else 'failed' end,
         error = case when r.again then null else ${json(failure)} end,
         hold = case when r.again then 'time' end,
@@ -227,16 +227,23 @@ export async function retryOrFail(
 }
 
 /**
- * The request's message stays in `input_request` (owner only): `status_message` is metadata an
- * admin reads, so it gets a fixed text, never the question.
+ * Asks `requests` (one or more, in order) at once: they go to `input_requests`, the first also
+ * to `input_request`. The messages stay there (owner only): `status_message` is metadata an
+ * admin reads, so it gets a fixed text, never a question.
  */
-export function markInputRequired(db: Executor, id: string, lease: Lease, request: InputRequest) {
+export function markInputRequired(
+  db: Executor,
+  id: string,
+  lease: Lease,
+  requests: readonly [InputRequest, ...InputRequest[]],
+) {
   return fencedChange(
     db,
     id,
     lease,
     'working',
-    sql`status = 'input_required', input_request = ${json(request)}, status_message = 'Waiting for input.'`,
+    sql`status = 'input_required', input_request = ${json(requests[0])},
+        input_requests = ${json(requests)}, status_message = 'Waiting for input.'`,
   );
 }
 

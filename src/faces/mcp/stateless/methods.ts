@@ -155,8 +155,9 @@ const getTask: Method = async (call) => ({
 });
 
 /**
- * Answers the outstanding question from `inputResponses`, as `provideTaskInput` does; keys not
- * outstanding, declined or cancelled answers and values failing the schema store nothing.
+ * Answers the outstanding questions `inputResponses` names, each as `provideTaskInput` does,
+ * in the order they were asked; keys not outstanding, declined or cancelled answers and values
+ * failing their schema store nothing (the question stays outstanding).
  */
 const updateTask: Method = async (call) => {
   const task = await ownTask(call);
@@ -164,12 +165,14 @@ const updateTask: Method = async (call) => {
   if (responses === null || typeof responses !== 'object' || Array.isArray(responses)) {
     throw new StatelessError(INVALID_PARAMS, 'inputResponses must be an object.');
   }
-  const request = task.status === 'input_required' ? task.inputRequest : null;
-  const answer = request ? (responses as Record<string, unknown>)[request.key] : undefined;
-  const parsed = answer === undefined ? undefined : ElicitResultV2Schema.safeParse(answer);
-  if (request && parsed?.success && parsed.data.action === 'accept') {
+  for (const { key } of task.inputRequests) {
+    const answer = Object.hasOwn(responses, key)
+      ? (responses as Record<string, unknown>)[key]
+      : undefined;
+    const parsed = answer === undefined ? undefined : ElicitResultV2Schema.safeParse(answer);
+    if (!parsed?.success || parsed.data.action !== 'accept') continue;
     try {
-      await call.tasks.provideInput(actorOf(call), task.id, request.key, parsed.data.content ?? {});
+      await call.tasks.provideInput(actorOf(call), task.id, key, parsed.data.content ?? {});
     } catch (err) {
       const moved = ['BAD_USER_INPUT', 'NOT_AWAITING_INPUT', 'TASK_TERMINAL'];
       if (!(err instanceof ServiceError && moved.includes(err.code))) throw err;

@@ -96,17 +96,17 @@ export function createTaskResultOf(task: Task): CreateTaskResultV2 {
   return { resultType: 'task', ...handleOf(task) } as CreateTaskResultV2;
 }
 
-/** The outstanding question as an elicitation request, keyed by the task's input key. */
+/** Every outstanding question as an elicitation request, keyed by its input key, in asked order. */
 function inputRequestsOf(task: Task): InputRequestsV2 {
-  const request = task.inputRequest;
-  if (!request) return {};
-  const schema = isRecord(request.schema) ? request.schema : { type: 'object', properties: {} };
-  return {
-    [request.key]: {
+  const requests: Record<string, unknown> = {};
+  for (const request of task.inputRequests) {
+    const schema = isRecord(request.schema) ? request.schema : { type: 'object', properties: {} };
+    requests[request.key] = {
       method: 'elicitation/create',
       params: { mode: 'form', message: request.message, requestedSchema: schema },
-    },
-  } as InputRequestsV2;
+    };
+  }
+  return requests as InputRequestsV2;
 }
 
 /** What `tasks/get` and `notifications/tasks` carry: the handle with its status's payload. */
