@@ -156,8 +156,6 @@ export async function createApp(options: AppOptions): Promise<App> {
         observer: metrics,
       })
     : undefined;
-  // On Postgres a claim is a commit and a NOTIFY hop the start can spare; PGlite has neither.
-  if (runner && servesApi && config.databaseUrl) tasks.runHere(runner);
   const purger = runsTasks
     ? new Purger(db.kysely, config.tasks.purgeIntervalMs, log, {
         onBatch: (rows) => metrics.purgeBatch(rows),

@@ -22,7 +22,6 @@ import type {
   TaskPage,
 } from './requests.js';
 import { retryTask } from './rerun.js';
-import type { Reservation } from './runner/runner.js';
 import { type Operation, SCOPE_OF } from './scopes.js';
 import { clampTtl, prepareStart, type StartContext, startBatch, storeStart } from './start.js';
 import { type Task, toTask, visible } from './task.js';
@@ -42,7 +41,6 @@ export class TaskService {
   /** A task's webhooks after start (DESIGN §11), for the faces. */
   readonly webhooks: TaskWebhooks;
   private readonly audit: AuditLog;
-  private runner: { reserve(kind: string): Reservation | undefined } | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -105,14 +103,6 @@ export class TaskService {
     return this.audit.around(actor.id, operation, taskId, limited, describe);
   }
 
-  /**
-   * This process's runner: a task started here, of a kind it runs, is inserted already leased
-   * to it and run at once when it has a slot free (one commit and one NOTIFY hop fewer).
-   */
-  runHere(runner: { reserve(kind: string): Reservation | undefined }): void {
-    this.runner = runner;
-  }
-
   clampTtl(ttlMs: number | null | undefined, kindTtl: number | undefined): number {
     return clampTtl(this.retention, ttlMs, kindTtl);
   }
@@ -126,13 +116,7 @@ export class TaskService {
       actor,
       'startTask',
       null,
-      () =>
-        storeStart(
-          this.db,
-          prepareStart(this.startContext(), actor, request),
-          this.events,
-          this.runner,
-        ),
+      () => storeStart(this.db, prepareStart(this.startContext(), actor, request)),
       ({ task, created }) => [task.id, created ? 'created' : 'replayed'],
     );
   }

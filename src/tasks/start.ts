@@ -2,12 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Executor } from '../db/types.js';
 import { ServiceError } from '../errors.js';
 import { currentTraceParent } from '../tracing/tracer.js';
-import type { LocalChanges } from './events/hub.js';
 import { type KindRegistry, validateAgainst } from './kinds.js';
 import { resolveManagedWork } from './managed.js';
 import { type Actor, MAX_BATCH_SIZE, type RetentionPolicy, type StartRequest } from './requests.js';
-import type { Reservation } from './runner/runner.js';
-import { type InsertOutcome, insertTask, type NewTask } from './sql/insert.js';
+import { insertTask, type NewTask } from './sql/insert.js';
 import { type Task, toTask } from './task.js';
 import { checkIdempotencyKey, checkLabels, checkPayload } from './validation.js';
 import { attachedAtStart, type NewWebhook } from './webhooks/store.js';
@@ -79,35 +77,9 @@ export function prepareStart(
 export async function storeStart(
   db: Executor,
   { task, webhook }: PreparedStart,
-  /** This process's event hub, when `db` commits at once: the new row goes to its cache. */
-  events?: LocalChanges,
-  /** This process's runner, when it runs tasks: one with a slot free runs the task at once. */
-  runner?: { reserve(kind: string): Reservation | undefined },
 ): Promise<{ task: Task; created: boolean }> {
-  // Only a task due now with no concurrency key to count: any other waits for a claim.
-  const reservation =
-    task.runAt === null && task.concurrencyKey === null && task.concurrencyLimit === null
-      ? runner?.reserve(task.kind)
-      : undefined;
   // With a webhook, the task, the webhook and its first delivery commit in one statement.
-  const insert = () =>
-    insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined, reservation?.lease);
-  let outcome!: InsertOutcome;
-  try {
-    if (events)
-      await events.local([task.id], async () => {
-        outcome = await insert();
-        return outcome.created ? outcome.row : undefined;
-      });
-    else outcome = await insert();
-  } catch (err) {
-    reservation?.abandoned();
-    throw err;
-  }
-  if (reservation) {
-    if (outcome.created) reservation.inserted(outcome.row);
-    else reservation.abandoned();
-  }
+  const outcome = await insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined);
   if (!outcome.created && !outcome.sameRequest) {
     throw new ServiceError(
       'IDEMPOTENCY_KEY_REUSED',

@@ -6,10 +6,6 @@ import { READY_CHANNEL, TASK_CHANNEL } from '../sql/common.js';
 import { DELIVERY_CHANNEL } from '../webhooks/store.js';
 import { RowCache, type RowCacheOptions } from './row-cache.js';
 
-/** What a writer needs of the hub; `direct` for a writer with none (its changes arrive by NOTIFY). */
-export type LocalChanges = Pick<TaskEvents, 'local'>;
-export const direct: LocalChanges = { local: (_ids, write) => write() };
-
 /** Called with the task's row as re-read after a change, or `undefined` once the row is gone. */
 export type RowWatcher = (row: TaskRow | undefined) => void;
 
@@ -99,38 +95,6 @@ export class TaskEvents {
     this.rows.changed(id, version);
   }
 
-  /**
-   * Sends `write`, a statement of this process that changes (or creates) tasks `ids` and
-   * announces each change by NOTIFY, and hands the rows it returns, committed, to this
-   * process's watchers and cache at once: they need not wait for the NOTIFY's round trip, nor
-   * read back what the statement returned. The NOTIFY still comes and still tells every other
-   * process; here it finds the version delivered and costs nothing. `write` must commit
-   * before it resolves (not run inside a transaction still open).
-   */
-  async local<T extends TaskRow | TaskRow[] | undefined>(
-    ids: readonly string[],
-    write: () => Promise<T>,
-  ): Promise<T> {
-    const land = this.rows.track(ids);
-    let written: T;
-    try {
-      written = await write();
-    } catch (err) {
-      land([]);
-      throw err;
-    }
-    const rows: readonly TaskRow[] =
-      written === undefined ? [] : Array.isArray(written) ? written : [written as TaskRow];
-    land(rows);
-    for (const row of rows) {
-      const entry = this.watched.get(row.id);
-      if (!entry || row.version <= entry.delivered) continue;
-      entry.announced = Math.max(entry.announced, row.version);
-      this.deliver(row.id, entry, row);
-    }
-    return written;
-  }
-
   /** Running totals of the row cache, for metrics (`/metrics`) and the benchmark. */
   get cacheStats(): { hits: number; misses: number; size: number } {
     return { hits: this.rows.hits, misses: this.rows.misses, size: this.rows.size };
@@ -207,17 +171,6 @@ export class TaskEvents {
     this.refresh(id);
   }
 
-  private deliver(id: string, entry: Watched, row: TaskRow | undefined): void {
-    entry.delivered = row?.version ?? entry.delivered;
-    for (const watcher of [...entry.watchers]) {
-      try {
-        watcher(row);
-      } catch (err) {
-        this.log.error({ err: coerceError(err), taskId: id }, 'task watcher threw');
-      }
-    }
-  }
-
   private refresh(id: string): void {
     const entry = this.watched.get(id);
     if (!entry) return;
@@ -231,7 +184,16 @@ export class TaskEvents {
     this.rows.read(id).then(
       (row) => {
         entry.reading = false;
-        if (!row || row.version > entry.delivered) this.deliver(id, entry, row);
+        if (!row || row.version > entry.delivered) {
+          entry.delivered = row?.version ?? entry.delivered;
+          for (const watcher of [...entry.watchers]) {
+            try {
+              watcher(row);
+            } catch (err) {
+              this.log.error({ err: coerceError(err), taskId: id }, 'task watcher threw');
+            }
+          }
+        }
         if (
           entry.again &&
           (entry.forced || entry.announced > entry.delivered) &&

@@ -84,34 +84,6 @@ export class RowCache {
     return flight.promise;
   }
 
-  /**
-   * Follows a write of this process to tasks `ids` (sent after this call): each row it
-   * returns is kept as a read's would be, unless a newer version was announced meanwhile or
-   * the listening connection went down or came back. Readers do not join it.
-   * @returns a function that takes the rows the write returned (none: it failed)
-   */
-  track(ids: readonly string[]): (rows: readonly TaskRow[]) => void {
-    const epoch = this.epoch;
-    const followed = ids.map((id) => {
-      const flight: Flight = { promise: Promise.resolve(undefined), announced: 0 };
-      const all = this.reading.get(id) ?? new Set<Flight>();
-      this.reading.set(id, all);
-      all.add(flight);
-      return { id, flight, all };
-    });
-    return (rows) => {
-      const byId = new Map(rows.map((row) => [row.id, row]));
-      for (const { id, flight, all } of followed) {
-        all.delete(flight);
-        if (all.size === 0 && this.reading.get(id) === all) this.reading.delete(id);
-        const row = byId.get(id);
-        if (!row) continue;
-        this.changed(id, row.version);
-        if (row.version >= flight.announced && (epoch === this.epoch || final(row))) this.keep(row);
-      }
-    };
-  }
-
   /** Version `version` of task `id` was committed: anything older is dropped. */
   changed(id: string, version: number): void {
     const cached = this.rows.get(id);

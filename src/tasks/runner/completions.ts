@@ -1,6 +1,5 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database, TaskRow } from '../../db/types.js';
-import { direct, type LocalChanges } from '../events/hub.js';
 import { jsonText, notifyChanged, withoutNotifyColumns } from '../sql/common.js';
 import type { Lease } from '../sql/leases.js';
 
@@ -48,10 +47,7 @@ export class CompletionWriter {
   private queue: Pending[] = [];
   private writing = false;
 
-  constructor(
-    private readonly db: Kysely<Database>,
-    private readonly events: LocalChanges = direct,
-  ) {}
+  constructor(private readonly db: Kysely<Database>) {}
 
   /**
    * @returns the completed row; `undefined` when the lease no longer holds (nothing changed)
@@ -72,11 +68,7 @@ export class CompletionWriter {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, MAX_BATCH);
       try {
-        const written = await this.events.local(
-          batch.map((pending) => pending.id),
-          () => completeTasks(this.db, batch),
-        );
-        const rows = new Map(written.map((row) => [row.id, row]));
+        const rows = new Map((await completeTasks(this.db, batch)).map((row) => [row.id, row]));
         for (const pending of batch) pending.resolve(rows.get(pending.id));
       } catch (err) {
         for (const pending of batch) pending.reject(err);

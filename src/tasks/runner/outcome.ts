@@ -3,7 +3,6 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
-import { direct, type LocalChanges } from '../events/hub.js';
 import { completeTask, failTask, type Lease, retryOrFail } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
 import { CompletionWriter } from './completions.js';
@@ -71,10 +70,8 @@ export class OutcomeRecorder {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly leaseMs: number,
-    /** This process's hub: what is recorded reaches its own subscribers without a NOTIFY hop. */
-    private readonly events: LocalChanges = direct,
   ) {
-    this.completions = new CompletionWriter(db, events);
+    this.completions = new CompletionWriter(db);
   }
 
   /**
@@ -91,10 +88,7 @@ export class OutcomeRecorder {
       // Permanent, for this result or another one in the batch: see which, alone.
     }
     try {
-      await this.retry(
-        () => this.events.local([id], () => completeTask(this.db, id, lease, result)),
-        log,
-      );
+      await this.retry(() => completeTask(this.db, id, lease, result), log);
     } catch (thrown) {
       const err = coerceError(thrown);
       const failure: TaskFailure = {
@@ -108,10 +102,7 @@ export class OutcomeRecorder {
 
   /** Fails the task with `failure`; never throws (what cannot be written is logged). */
   async fail(id: string, lease: Lease, failure: TaskFailure, log: Logger): Promise<void> {
-    await this.retry(
-      () => this.events.local([id], () => failTask(this.db, id, lease, failure)),
-      log,
-    ).catch((err: unknown) =>
+    await this.retry(() => failTask(this.db, id, lease, failure), log).catch((err: unknown) =>
       log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
     );
   }
@@ -130,7 +121,7 @@ export class OutcomeRecorder {
   ): Promise<TaskRow | undefined> {
     let row: TaskRow | undefined;
     await this.retry(async () => {
-      row = await this.events.local([id], () => retryOrFail(this.db, id, lease, failure, delayMs));
+      row = await retryOrFail(this.db, id, lease, failure, delayMs);
     }, log).catch((err: unknown) =>
       log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
     );

@@ -6,7 +6,6 @@ import { coerceError } from '../../errors.js';
 import type { TaskEvents } from '../events/hub.js';
 import type { KindRegistry } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
-import type { InsertLease } from '../sql/insert.js';
 import { claimWork, failLostTasks, releaseLeases } from '../sql/leases.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { OutcomeRecorder } from './outcome.js';
@@ -14,15 +13,6 @@ import { RunningTask, type RunningTaskOptions } from './running-task.js';
 import { recordClaim } from './trace.js';
 
 export { type AbortCause, TaskAbortedError } from './running-task.js';
-
-/** A slot promised to one task inserted already leased (Runner.reserve). */
-export interface Reservation {
-  lease: InsertLease;
-  /** The task was stored leased: run it. */
-  inserted(row: TaskRow): void;
-  /** Nothing was stored under the lease (a refusal, a replayed idempotency key, an error). */
-  abandoned(): void;
-}
 
 export interface RunnerOptions {
   db: Kysely<Database>;
@@ -57,10 +47,6 @@ export class Runner {
   private dueTimer: NodeJS.Timeout | undefined;
   private dueAt = Number.POSITIVE_INFINITY;
   private unsubscribe: Array<() => void> = [];
-  /** Slots promised to tasks this process is inserting already leased (see `reserve`). */
-  private reserved = 0;
-  /** The last claim filled every slot it asked for: more tasks may be waiting in the queue. */
-  private backlog = true;
   private readonly kindNames: string[];
   private readonly leases: LeaseKeeper;
   private readonly taskOptions: RunningTaskOptions;
@@ -75,7 +61,7 @@ export class Runner {
       log,
       leaseMs,
       progressThrottleMs: options.progressThrottleMs ?? 100,
-      outcomes: new OutcomeRecorder(db, leaseMs, events),
+      outcomes: new OutcomeRecorder(db, leaseMs),
       observer: options.observer,
       waiting: () => this.wake(),
       scheduled: (at) => this.wakeAt(at),
@@ -106,50 +92,9 @@ export class Runner {
     return this.tasks.has(id);
   }
 
-  /**
-   * A free slot for a task of `kind` that this process is about to insert, when it may run it
-   * at once (the insert is the claim, see `insertTask`): the runner runs that kind, has a slot
-   * free, and knows of no task already waiting for one (no claim in flight, and the last one
-   * found fewer tasks than it asked for). Others' tasks keep their turn: a task queued before
-   * is claimed by the next pass as it would have been.
-   * @returns the lease to insert with and what to do with the outcome; undefined: queue it
-   */
-  reserve(kind: string): Reservation | undefined {
-    if (this.stopping || this.claiming || this.backlog || !this.kindNames.includes(kind))
-      return undefined;
-    if (this.active >= this.options.concurrency) return undefined;
-    this.reserved++;
-    const sentAt = Date.now();
-    let settled = false;
-    const settle = () => {
-      if (settled) return false;
-      settled = true;
-      this.reserved--;
-      return true;
-    };
-    return {
-      lease: { workerId: this.options.workerId, leaseMs: this.options.leaseMs },
-      inserted: (row) => {
-        if (!settle()) return;
-        if (this.stopping) {
-          // Too late to start it here: give it back for another worker, attempt uncounted.
-          void releaseLeases(this.options.db, this.options.workerId, [
-            { id: row.id, attempt: row.attempt },
-          ]).catch(() => 0);
-          return;
-        }
-        this.options.observer?.claimed([row], 0);
-        this.run(row, sentAt);
-      },
-      abandoned: () => {
-        if (settle()) this.wake();
-      },
-    };
-  }
-
   /** Handlers running now: the held tasks that are not waiting for input. */
   private get active(): number {
-    let active = this.reserved;
+    let active = 0;
     for (const task of this.tasks.values()) if (!task.waiting) active++;
     return active;
   }
@@ -197,7 +142,6 @@ export class Runner {
       try {
         const claim = await claimWork(db, workerId, this.kindNames, free, leaseMs);
         rows = claim.rows;
-        this.backlog = rows.length >= free;
         if (claim.nextDue) this.wakeAt(claim.nextDue.getTime());
       } catch (err) {
         log.warn({ err: coerceError(err) }, 'claiming tasks failed; the backstop will retry');
