@@ -7,17 +7,17 @@ import type { Database } from '../db/types.js';
 import { coerceError } from '../errors.js';
 import type { TaskEvents } from '../tasks/events/hub.js';
 import type { TaskObserver } from '../tasks/observer.js';
-import { type Agents, attempt, keepAliveAgents } from './attempt.js';
-import { type BodyFormat, bodyOf, headersFor } from './body.js';
+import { type Agents, keepAliveAgents } from './attempt.js';
+import type { BodyFormat } from './body.js';
 import {
   type ClaimedDelivery,
   claimDeliveries,
   finishDelivered,
   finishDelivery,
-  outcomeOf,
   releaseDeliveries,
 } from './outbox.js';
-import { endAttemptSpan, readTraceParents, startAttemptSpan } from './trace.js';
+import { sendAttempt } from './send.js';
+import { readTraceParents } from './trace.js';
 
 export interface DelivererOptions {
   db: Kysely<Database>;
@@ -115,10 +115,7 @@ export class Deliverer {
           free,
           this.leaseMs,
         );
-        // Without them the attempts are still sent, in traces of their own.
-        await readTraceParents(this.options.db, claims).catch((err: unknown) =>
-          this.options.log.warn({ err: coerceError(err) }, 'reading trace contexts failed'),
-        );
+        await this.traceParents(claims);
         if (this.closed) {
           await releaseDeliveries(this.options.db, this.options.workerId, claims);
           break;
@@ -134,6 +131,13 @@ export class Deliverer {
     }
   }
 
+  /** Reads the claims' trace contexts; without them the attempts go in traces of their own. */
+  private traceParents(claims: ClaimedDelivery[]): Promise<void> {
+    return readTraceParents(this.options.db, claims).catch((err: unknown) =>
+      this.options.log.warn({ err: coerceError(err) }, 'reading trace contexts failed'),
+    );
+  }
+
   private run(claim: ClaimedDelivery): void {
     const done = this.deliver(claim).finally(() => {
       this.inFlight.delete(claim.id);
@@ -143,44 +147,17 @@ export class Deliverer {
   }
 
   private async deliver(claim: ClaimedDelivery): Promise<void> {
-    const { config, log, db, workerId } = this.options;
-    const startedAt = performance.now();
-    const body = bodyOf(claim, this.options.formats);
-    const headers = headersFor(claim, body);
-    const span = startAttemptSpan(claim, headers);
-    const result = await attempt({
-      url: claim.url,
-      headers,
-      body,
-      timeoutMs: config.timeoutMs,
-      allowPrivate: config.allowPrivate,
-      signal: this.stopping.signal,
+    const { log, db, workerId } = this.options;
+    const outcome = await sendAttempt(claim, {
+      ...this.options,
       agents: this.agents,
+      signal: this.stopping.signal,
     });
-    const durationMs = Math.round(performance.now() - startedAt);
-    // Stopped mid-attempt: the stop gives the delivery back uncounted.
-    if (this.stopping.signal.aborted && result.statusCode === null)
-      return endAttemptSpan(span, result, null);
-    const outcome = outcomeOf(result, claim.attempts, config.retryScheduleMs);
-    endAttemptSpan(span, result, outcome);
+    if (!outcome) return; // stopped mid-attempt: the stop gives the delivery back uncounted
     // Any other outcome than delivered changes what is due (a failed delivery lets its webhook's
     // next go), which no claim has seen yet.
     if (outcome.kind !== 'delivered') this.satisfied = false;
     this.options.observer?.webhookDelivery(outcome.kind);
-    log.info(
-      {
-        deliveryId: claim.id,
-        taskId: claim.task_id,
-        webhookId: claim.webhook_id,
-        version: claim.version,
-        attempt: claim.attempts,
-        statusCode: result.statusCode,
-        ...('error' in result ? { error: result.error } : {}),
-        outcome: outcome.kind,
-        durationMs,
-      },
-      'webhook attempt',
-    );
     try {
       const held =
         outcome.kind === 'delivered'
@@ -248,7 +225,7 @@ export class Deliverer {
         leaseMs: this.leaseMs,
       });
       if (!this.closed) {
-        await readTraceParents(db, claimed).catch(() => {});
+        await this.traceParents(claimed);
         for (const next of claimed) this.run(next);
       }
       // Stopped meanwhile: give them back for another process (or lapse with their lease).
