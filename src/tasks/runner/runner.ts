@@ -12,7 +12,7 @@ import { OutcomeRecorder } from './outcome.js';
 import { RunningTask, type RunningTaskOptions } from './running-task.js';
 import { recordClaim } from './trace.js';
 
-export { type AbortCause, TaskAbortedError } from './running-task.js';
+export { type AbortCause, TaskAbortedError } from './aborted.js';
 
 export interface RunnerOptions {
   db: Kysely<Database>;

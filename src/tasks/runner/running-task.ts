@@ -10,20 +10,11 @@ import type { TaskObserver } from '../observer.js';
 import { backoffMs } from '../retry.js';
 import { type Lease, markInputRequired } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
+import { type AbortCause, TaskAbortedError } from './aborted.js';
 import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
 import { progressWriter } from './progress-writer.js';
 import { TaskTimeout } from './task-timeout.js';
 import { attemptSpan } from './trace.js';
-
-export type AbortCause = 'cancelled' | 'expired' | 'timeout' | 'lease-lost' | 'shutdown';
-
-/** The reason a handler's signal carries. */
-export class TaskAbortedError extends Error {
-  constructor(override readonly cause: AbortCause) {
-    super(`task aborted: ${cause}`);
-    this.name = 'AbortError';
-  }
-}
 
 /** What a running task needs from the runner that claimed it. */
 export interface RunningTaskOptions {
