@@ -4,7 +4,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres); works in a database of its own,
  * `taskhandle_bench`, dropped and made anew. All load goes to 127.0.0.1, bounded in time.
  * BENCH_PROFILE=1 writes `--cpu-prof` profiles of the servers to bench/profiles/.
- * BENCH_ONLY=accept,poll,event,drain,fanout,mcp,webhooks,deliveries,scaling,pooler,tracing runs a subset (RESULTS.md is written only for a full run).
+ * BENCH_ONLY=accept,poll,event,drain,fanout,mcp,webhooks,deliveries,scaling,notify,pooler,tracing runs a subset (RESULTS.md is written only for a full run).
  * BENCH_WEBHOOK_PAIRS=n and BENCH_WEBHOOK_WARMUP=n set the webhooks row's sets of rounds (3) and the
  * tasks each round runs before it measures (1 000).
  * BENCH_SUBSCRIBERS=n changes the fan-out's size; BENCH_HEAP=/some/file writes heap snapshots of
@@ -33,6 +33,7 @@ import { drain } from './drain.js';
 import { event } from './event.js';
 import { fanout } from './fanout.js';
 import { mcp } from './mcp.js';
+import { notify } from './notify.js';
 import { pooler } from './pooler.js';
 import { ROOT } from './processes.js';
 import { scaling } from './scaling.js';
@@ -84,6 +85,7 @@ async function main(): Promise<void> {
   if (runs('webhooks')) await webhooks(token);
   if (runs('deliveries')) await deliveries();
   if (runs('scaling')) await scaling(token);
+  if (runs('notify')) await notify(token);
   if (runs('pooler')) await pooler(token);
   if (runs('tracing')) await tracing(token);
 
