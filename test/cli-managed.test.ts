@@ -1,13 +1,10 @@
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeTask } from '../src/cli/format.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
-import { ROOT } from './helpers/process.js';
+import { runCli } from './helpers/cli.js';
 
 /** The CLI's flags for managing the work (DESIGN §14), run as a real process. */
 
-const BIN = join(ROOT, 'bin/taskhandle.js');
 let t: TestApp;
 let alice: string;
 beforeAll(async () => {
@@ -16,20 +13,8 @@ beforeAll(async () => {
 });
 afterAll(() => t?.stop());
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', TASKHANDLE_URL: t.url, TASKHANDLE_TOKEN: alice },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args: string[]) =>
+  runCli(args, { env: { TASKHANDLE_URL: t.url, TASKHANDLE_TOKEN: alice } });
 
 describe('taskhandle start with schedule, priority, key and attempts', () => {
   it('passes --delay, --priority, --concurrency-key and --max-attempts to the task', async () => {

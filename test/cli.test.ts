@@ -1,15 +1,13 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/app.js';
-import { ROOT } from './helpers/process.js';
+import { BIN, type CliRun, runCli, runCliOnTerminal, runCommand } from './helpers/cli.js';
 
 /** The `taskhandle` command, run as a real process: piped, and on a pseudo-terminal. */
 
-const BIN = join(ROOT, 'bin/taskhandle.js');
 let t: TestApp;
 let alice: string;
 let empty: string;
@@ -23,56 +21,22 @@ afterAll(async () => {
   rmSync(empty, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+/** The server, token and an empty DATA_DIR, with `env` over them. */
+const base = (env: Record<string, string> = {}) => ({
+  cwd: empty,
+  env: { DATA_DIR: empty, TASKHANDLE_URL: t.url, TASKHANDLE_TOKEN: alice, ...env },
+});
 
-/**
- * Runs `command` (argv[0] included) with the server and token in its environment;
- * `onOutput` sees stdout as it grows.
- */
-function run(
-  command: string[],
-  env: Record<string, string> = {},
-  onOutput?: (stdout: string) => void,
-): Promise<Run> {
-  const child = spawn(command[0]!, command.slice(1), {
-    cwd: empty,
-    env: {
-      PATH: process.env.PATH ?? '',
-      DATA_DIR: empty,
-      TASKHANDLE_URL: t.url,
-      TASKHANDLE_TOKEN: alice,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    onOutput?.(stdout);
-  });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** Runs `command` (argv[0] included); `onOutput` sees stdout as it grows. */
+const run = (command: string[], env?: Record<string, string>, onOutput?: (s: string) => void) =>
+  runCommand(command, { ...base(env), ...(onOutput ? { onOutput } : {}) });
 
 const cli = (args: string[], env?: Record<string, string>, onOutput?: (s: string) => void) =>
-  run([process.execPath, BIN, ...args], env, onOutput);
+  runCli(args, { ...base(env), ...(onOutput ? { onOutput } : {}) });
 
-/** On a pseudo-terminal, as a person runs it: `script` gives the command a tty. */
+/** On a pseudo-terminal, as a person runs it. */
 const onTerminal = (args: string[], onOutput?: (s: string) => void) =>
-  run(
-    ['script', '-qfec', [process.execPath, BIN, ...args].map(quote).join(' '), '/dev/null'],
-    {},
-    onOutput,
-  );
-const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+  runCliOnTerminal(args, { ...base(), ...(onOutput ? { onOutput } : {}) });
 
 const lines = (stdout: string) =>
   stdout
@@ -119,7 +83,7 @@ describe('piped', () => {
     });
 
     const [long] = lines((await cli(['start', 'sleep', '{"ms":600000}'])).stdout);
-    let cancelling: Promise<Run> | undefined;
+    let cancelling: Promise<CliRun> | undefined;
     const watched = await cli(['watch', long.id], {}, () => {
       cancelling ??= cli(['cancel', long.id]); // once the first state is out
     });
@@ -130,7 +94,7 @@ describe('piped', () => {
 
   it('answers an input request', async () => {
     const [task] = lines((await cli(['start', 'approval', '{"question":"Ship it?"}'])).stdout);
-    let answering: Promise<Run> | undefined;
+    let answering: Promise<CliRun> | undefined;
     const watched = await cli(['watch', task.id], {}, (out) => {
       if (out.includes('INPUT_REQUIRED'))
         answering ??= cli(['answer', task.id, 'decision', '{"approved":true}']);
@@ -142,7 +106,7 @@ describe('piped', () => {
 });
 
 describe('failures are one clear line', () => {
-  const oneLine = (r: Run) => {
+  const oneLine = (r: CliRun) => {
     expect(r.code).not.toBe(0);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).not.toMatch(/\n\s+at /);
@@ -196,7 +160,7 @@ describe('on a terminal', () => {
 
   it('says how to answer an input request, and exits when answered', async () => {
     const [task] = lines((await cli(['start', 'approval', '{"question":"Deploy?"}'])).stdout);
-    let answering: Promise<Run> | undefined;
+    let answering: Promise<CliRun> | undefined;
     const r = await onTerminal(['watch', task.id], (out) => {
       if (out.includes('answer with:'))
         answering ??= cli(['answer', task.id, 'decision', '{"approved":false}']);
@@ -211,7 +175,7 @@ describe('on a terminal', () => {
 
   it('exits 130 when the task is cancelled', async () => {
     const [task] = lines((await cli(['start', 'sleep', '{"ms":600000}'])).stdout);
-    let cancelling: Promise<Run> | undefined;
+    let cancelling: Promise<CliRun> | undefined;
     const r = await onTerminal(['watch', task.id], (out) => {
       if (out.includes('working')) cancelling ??= cli(['cancel', task.id]);
     });

@@ -1,14 +1,12 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
-import { ROOT } from './helpers/process.js';
+import { runCli } from './helpers/cli.js';
 
 /** `taskhandle start --batch`, `--label` and `retry` (DESIGN §15), run as real processes. */
 
-const BIN = join(ROOT, 'bin/taskhandle.js');
 let t: TestApp;
 let alice: string;
 let empty: string;
@@ -22,30 +20,12 @@ afterAll(async () => {
   rmSync(empty, { recursive: true, force: true });
 });
 
-function cli(
-  args: string[],
-  stdin = '',
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], {
+const cli = (args: string[], stdin = '') =>
+  runCli(args, {
     cwd: empty,
-    env: {
-      PATH: process.env.PATH ?? '',
-      DATA_DIR: empty,
-      TASKHANDLE_URL: t.url,
-      TASKHANDLE_TOKEN: alice,
-    },
-    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { DATA_DIR: empty, TASKHANDLE_URL: t.url, TASKHANDLE_TOKEN: alice },
+    stdin,
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin.end(stdin);
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const lines = (stdout: string) =>
   stdout
