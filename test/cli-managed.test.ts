@@ -70,6 +70,7 @@ describe('taskhandle start with schedule, priority, key and attempts', () => {
       result: null,
       error: null,
       inputRequest: null,
+      inputRequests: [],
       attempt: 2,
       maxAttempts: 3,
       runAt: soon,

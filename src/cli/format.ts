@@ -1,4 +1,4 @@
-import type { ClientTask } from '../client/index.js';
+import type { ClientInputRequest, ClientTask } from '../client/index.js';
 
 /** How long ago (or until) `iso` is, compactly: 5s, 3m, 2h, 4d. */
 export function span(iso: string, now = Date.now()): string {
@@ -11,6 +11,15 @@ export function span(iso: string, now = Date.now()): string {
 
 const percent = (task: ClientTask) =>
   task.progress == null ? '' : `${Math.round(task.progress * 100)}%`;
+
+/**
+ * Every question the task waits on, in the order it asked them. A server older than
+ * `inputRequests` (or a task seen through a face that shows one question) gives the first only.
+ */
+export function questions(task: ClientTask): ClientInputRequest[] {
+  if (task.inputRequests?.length) return task.inputRequests;
+  return task.inputRequest ? [task.inputRequest] : [];
+}
 
 /** One task as a few readable lines. */
 export function describeTask(task: ClientTask): string {
@@ -29,9 +38,9 @@ export function describeTask(task: ClientTask): string {
     );
   if (task.lastError && task.status !== 'FAILED')
     lines.push(`  last error: ${task.lastError.code} ${task.lastError.message}`);
-  if (task.inputRequest) {
-    lines.push(`  asks:     ${task.inputRequest.message}`);
-    lines.push(`  answer:   taskhandle answer ${task.id} ${task.inputRequest.key} JSON`);
+  for (const request of questions(task)) {
+    lines.push(`  asks:     ${request.message}`);
+    lines.push(`  answer:   taskhandle answer ${task.id} ${request.key} JSON`);
   }
   if (task.result !== null && task.result !== undefined)
     lines.push(`  result:   ${JSON.stringify(task.result)}`);

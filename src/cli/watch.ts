@@ -1,5 +1,6 @@
 import cliProgress from 'cli-progress';
 import { ClientError, type ClientTask, type TaskhandleClient } from '../client/index.js';
+import { questions } from './format.js';
 
 /** Exit codes of `watch` and `--follow`, from the task's final status. */
 export const EXIT = { COMPLETED: 0, FAILED: 1, CANCELLED: 130 } as const;
@@ -71,7 +72,8 @@ function barView(id: string): View {
     cliProgress.Presets.shades_classic,
   );
   const bar = bars.create(100, 0, { status: 'working', message: '' });
-  let asked: string | undefined;
+  /** Questions already printed, by key: each is shown once, when it is first asked. */
+  const asked = new Set<string>();
   return {
     show(task) {
       const value = task.status === 'COMPLETED' ? 100 : Math.round((task.progress ?? 0) * 100);
@@ -79,9 +81,10 @@ function barView(id: string): View {
         status: STATUS_LABEL[task.status],
         message: task.statusMessage ?? task.inputRequest?.message ?? '',
       });
-      const request = task.inputRequest;
-      if (task.status === 'INPUT_REQUIRED' && request && asked !== `${task.version}`) {
-        asked = `${task.version}`;
+      if (task.status !== 'INPUT_REQUIRED') asked.clear();
+      for (const request of task.status === 'INPUT_REQUIRED' ? questions(task) : []) {
+        if (asked.has(request.key)) continue;
+        asked.add(request.key);
         bars.log(
           `Task ${id} asks: ${request.message}\n` +
             `  answer with: taskhandle answer ${id} ${request.key} '${example(request.schema)}'\n`,

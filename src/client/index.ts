@@ -10,5 +10,13 @@ export {
 } from './client.js';
 export { ClientError, TaskCancelled, TaskFailed } from './errors.js';
 export { type FollowOptions, TaskHandle } from './handle.js';
-export type { ClientTask, InputOf, KindMap, KindTypes, ResultOf, TaskStatus } from './task.js';
+export type {
+  ClientInputRequest,
+  ClientTask,
+  InputOf,
+  KindMap,
+  KindTypes,
+  ResultOf,
+  TaskStatus,
+} from './task.js';
 export type { TokenSource } from './transport.js';

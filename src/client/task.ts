@@ -1,6 +1,14 @@
 /** The five statuses of §3. */
 export type TaskStatus = 'WORKING' | 'INPUT_REQUIRED' | 'COMPLETED' | 'CANCELLED' | 'FAILED';
 
+/** A question a task waits on: answer it with `answer(key, value)`. */
+export interface ClientInputRequest {
+  key: string;
+  message: string;
+  /** The JSON Schema the answer must meet. */
+  schema: unknown;
+}
+
 /** A task as its owner sees it, one version of it. */
 export interface ClientTask<Result = unknown> {
   id: string;
@@ -22,8 +30,10 @@ export interface ClientTask<Result = unknown> {
   result: Result | null;
   /** Set when FAILED. */
   error: { code: string; message: string } | null;
-  /** Set when INPUT_REQUIRED: answer it with `answer(key, value)`. */
-  inputRequest: { key: string; message: string; schema: unknown } | null;
+  /** Set when INPUT_REQUIRED: the first outstanding question. */
+  inputRequest: ClientInputRequest | null;
+  /** Every outstanding question, in the order the task asked them (empty unless INPUT_REQUIRED). */
+  inputRequests: ClientInputRequest[];
   /** Runs started so far (0 before the first), and the most there may be. */
   attempt: number;
   maxAttempts: number;
@@ -38,7 +48,7 @@ export interface ClientTask<Result = unknown> {
 /** The fields every query of the client selects: everything the owner may see. */
 export const TASK_FIELDS = `id kind status statusMessage progress createdAt lastUpdatedAt ttlMs
   expiresAt pollIntervalMs version input result error { code message }
-  inputRequest { key message schema } attempt maxAttempts runAt lastError { code message }
+  inputRequest { key message schema } inputRequests { key message schema } attempt maxAttempts runAt lastError { code message }
   labels`;
 
 export const isTerminal = (status: TaskStatus): boolean =>
