@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import { findStoredTask } from '../sql/find.js';
-import { type Lease, renewLeases } from '../sql/leases.js';
+import { cancelledAmong, type Lease, renewLeases } from '../sql/leases.js';
 
 /** A task whose lease this process keeps: running, waiting for input, or queued to start. */
 export interface HeldTask {
@@ -16,7 +16,7 @@ export interface HeldTask {
   lapsed(now: number): boolean;
   /** The lease was renewed by a statement sent at `sentAt`. */
   renewed(sentAt: number): void;
-  abort(cause: 'lease-lost'): void;
+  abort(cause: 'lease-lost' | 'cancelled'): void;
   /** The row as re-read (an answer whose notification was missed). */
   changed(row: TaskRow | undefined): void;
 }
@@ -69,11 +69,11 @@ export class LeaseKeeper {
         held.map((task) => ({ id: task.id, attempt: task.lease.attempt })),
         leaseMs,
       );
+      const lost: HeldTask[] = [];
       for (const task of held) {
         const status = kept.get(task.id);
         if (status === undefined) {
-          // Lost, or cancelled or finished without this process hearing of it: stop either way.
-          task.abort('lease-lost');
+          lost.push(task);
           continue;
         }
         task.renewed(startedAt);
@@ -89,11 +89,24 @@ export class LeaseKeeper {
           );
         }
       }
+      if (lost.length > 0) await this.stopLost(lost);
     } catch (err) {
       log.warn({ err: coerceError(err) }, 'lease renewal failed');
       // Past the lease another worker may own the task: stop rather than run twice at once.
       const now = Date.now();
       for (const task of held) if (task.lapsed(now)) task.abort('lease-lost');
     }
+  }
+
+  /**
+   * Stops tasks a renewal did not find held: lost, or cancelled or finished without this
+   * process hearing of it. A cancel whose notification is still on its way is told as one.
+   */
+  private async stopLost(lost: HeldTask[]): Promise<void> {
+    const cancelled = await cancelledAmong(
+      this.options.db,
+      lost.map((task) => task.id),
+    ).catch(() => new Set<string>());
+    for (const task of lost) task.abort(cancelled.has(task.id) ? 'cancelled' : 'lease-lost');
   }
 }

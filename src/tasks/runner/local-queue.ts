@@ -1,7 +1,17 @@
+import type { Logger } from 'pino';
 import type { TaskRow } from '../../db/types.js';
 import type { TaskEvents } from '../events/hub.js';
 import type { Lease } from '../sql/leases.js';
+import type { AbortCause } from './aborted.js';
 import type { HeldTask } from './lease-keeper.js';
+
+/** What the queue's tasks share: whose they are, how long a lease lasts, where to hear of them. */
+export interface QueueContext {
+  workerId: string;
+  leaseMs: number;
+  events: TaskEvents;
+  log: Logger;
+}
 
 /**
  * A task claimed ahead of a free slot: leased to this process (the lease keeper renews it
@@ -18,19 +28,18 @@ export class QueuedTask implements HeldTask {
 
   constructor(
     public row: TaskRow,
-    workerId: string,
     /** When the claim was sent. */
     readonly claimedAt: number,
-    private readonly leaseMs: number,
-    events: TaskEvents,
+    private readonly context: QueueContext,
   ) {
-    this.lease = { workerId, attempt: row.attempt };
-    this.leaseUntil = claimedAt + leaseMs;
-    this.unwatch = events.watch(row.id, (changed) => {
-      if (!changed) return this.abort();
+    this.lease = { workerId: context.workerId, attempt: row.attempt };
+    this.leaseUntil = claimedAt + context.leaseMs;
+    this.unwatch = context.events.watch(row.id, (changed) => {
+      if (!changed) return this.abort('expired');
       if (changed.version <= this.row.version) return;
-      const ours = changed.worker_id === workerId && changed.attempt === row.attempt;
-      if (changed.status !== 'working' || !ours) return this.abort();
+      if (changed.status === 'cancelled') return this.abort('cancelled');
+      const ours = changed.worker_id === this.lease.workerId && changed.attempt === row.attempt;
+      if (changed.status !== 'working' || !ours) return this.abort('lease-lost');
       this.row = changed;
     });
   }
@@ -41,7 +50,7 @@ export class QueuedTask implements HeldTask {
 
   /** When the lease runs from, for the task that starts it: the send time of the last renewal. */
   get leaseFrom(): number {
-    return this.leaseUntil - this.leaseMs;
+    return this.leaseUntil - this.context.leaseMs;
   }
 
   lapsed(now: number): boolean {
@@ -49,13 +58,15 @@ export class QueuedTask implements HeldTask {
   }
 
   renewed(sentAt: number): void {
-    this.leaseUntil = sentAt + this.leaseMs;
+    this.leaseUntil = sentAt + this.context.leaseMs;
   }
 
-  /** Drops the task: lost, cancelled or changed while it waited. */
-  abort(): void {
+  /** Drops the task (once): lost, cancelled or gone while it waited. */
+  abort(cause: AbortCause): void {
+    if (this.dropped) return;
     this.dropped = true;
     this.unwatch();
+    this.context.log.debug({ taskId: this.row.id, cause }, 'dropping queued task');
   }
 
   /** Nothing to re-read: a queued task waits for no answer. */
@@ -76,11 +87,7 @@ export class QueuedTask implements HeldTask {
 export class LocalQueue {
   private tasks: QueuedTask[] = [];
 
-  constructor(
-    private readonly workerId: string,
-    private readonly leaseMs: number,
-    private readonly events: TaskEvents,
-  ) {}
+  constructor(private readonly context: QueueContext) {}
 
   /** Tasks queued (not dropped). */
   get length(): number {
@@ -94,8 +101,7 @@ export class LocalQueue {
     const ordered = [...rows].sort(
       (a, b) => b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime(),
     );
-    for (const row of ordered)
-      this.tasks.push(new QueuedTask(row, this.workerId, claimedAt, this.leaseMs, this.events));
+    for (const row of ordered) this.tasks.push(new QueuedTask(row, claimedAt, this.context));
   }
 
   /** The next task to start, whose lease still holds at `now`; dropped ones are let go. */
@@ -103,7 +109,7 @@ export class LocalQueue {
     for (let task = this.tasks.shift(); task; task = this.tasks.shift()) {
       if (task.dropped) continue;
       if (task.lapsed(now)) {
-        task.abort();
+        task.abort('lease-lost');
         continue;
       }
       task.taken();

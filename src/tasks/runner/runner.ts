@@ -68,7 +68,7 @@ export class Runner {
     const { db, events, log, workerId, leaseMs } = options;
     this.kindNames = options.kinds.names();
     this.prefetch = options.prefetch ?? Math.min(3 * options.concurrency, 1_000);
-    this.queue = new LocalQueue(workerId, leaseMs, events);
+    this.queue = new LocalQueue({ workerId, leaseMs, events, log });
     this.leases = new LeaseKeeper({
       db,
       log,

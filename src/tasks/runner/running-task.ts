@@ -9,7 +9,7 @@ import type { TaskObserver } from '../observer.js';
 import { backoffMs } from '../retry.js';
 import { type Lease, markInputRequired } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
-import { type AbortCause, TaskAbortedError } from './aborted.js';
+import { type AbortCause, TaskAbortedError, whyLost } from './aborted.js';
 import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
 import { taskContext } from './task-context.js';
 import { TaskTimeout } from './task-timeout.js';
@@ -276,7 +276,7 @@ export class RunningTask {
       signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       asked.then(
         (row) => {
-          if (!row) this.abort('lease-lost');
+          if (!row) void whyLost(this.options.db, this.row.id).then((cause) => this.abort(cause));
         },
         (err: unknown) => {
           this.options.log.warn(
