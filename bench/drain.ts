@@ -110,7 +110,7 @@ export async function drain(): Promise<void> {
   }
   out();
   out(
-    "Timed from the insert of the whole batch (one statement, one NOTIFY) until every task is completed (ours) or every job is gone (graphile-worker deletes finished jobs); both workers were idle and listening before. Ours claims the free slots in one statement and completes the tasks that finish together in one statement (one NOTIFY per task); per cycle of 8 tasks that is two commits in sequence, each waiting for its WAL flush; the worker process is mostly idle, waiting on them. graphile-worker's defaults run 8 independent fetch/complete loops whose commits (no NOTIFY on completion) overlap.",
+    "Timed from the insert of the whole batch (one statement, one NOTIFY) until every task is completed (ours) or every job is gone (graphile-worker deletes finished jobs); both workers were idle and listening before. Ours claims the free slots and a prefetch (RUNNER_PREFETCH, default 3 × 8: 32 a claim, as graphile-worker's local queue of 32) into a local queue, frees a slot when its handler returns, and writes the outcomes that finish while a statement is in flight in one statement (one NOTIFY per task), so a claim and a batch of outcomes are in flight together. graphile-worker's defaults run 8 independent fetch/complete loops whose commits (no NOTIFY on completion) overlap.",
   );
   out();
   targets.push(

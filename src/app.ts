@@ -152,6 +152,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         log,
         workerId,
         concurrency: config.runnerConcurrency,
+        prefetch: config.runnerPrefetch,
         leaseMs: config.tasks.leaseMs,
         observer: metrics,
       })

@@ -49,6 +49,8 @@ export interface Config {
     shutdownGraceMs: number;
   };
   runnerConcurrency: number;
+  /** Tasks a worker claims ahead of its free slots (its local queue). */
+  runnerPrefetch: number;
   mcp: {
     /** A session with no request for this long is closed. */
     sessionIdleMs: number;
@@ -209,6 +211,13 @@ export function loadConfig(env: Env = process.env): Config {
       shutdownGraceMs: int(env, 'TASK_SHUTDOWN_GRACE_MS', 10_000, 0, DAY),
     },
     runnerConcurrency: int(env, 'RUNNER_CONCURRENCY', 8, 1, 10_000),
+    runnerPrefetch: int(
+      env,
+      'RUNNER_PREFETCH',
+      Math.min(3 * int(env, 'RUNNER_CONCURRENCY', 8, 1, 10_000), 1_000),
+      0,
+      100_000,
+    ),
     mcp: {
       sessionIdleMs: int(env, 'MCP_SESSION_IDLE_MS', 1_800_000, 100, DAY),
       maxSessions: int(env, 'MCP_MAX_SESSIONS', 10_000, 1, 1_000_000),

@@ -8,7 +8,8 @@ import { gqlAt as graphql, type ServerProcess, spawnServer } from './helpers/pro
 /**
  * A bulk cancel of 5 000 tasks — running in two worker processes, waiting for a person, and
  * waiting for a slot — from an API process (DESIGN §15): every task ends CANCELLED, and every
- * handler that was running, in either worker, is aborted for the cancel.
+ * handler that was running, in either worker, is aborted for the cancel (and every task
+ * claimed into a worker's local queue but not started is dropped for it, never started).
  */
 
 const TOTAL = 5_000;
@@ -72,29 +73,47 @@ describe.skipIf(backend !== 'pg')('cancelTasks across processes', () => {
       `select status, count(*)::int as n from tasks group by status order by status`,
     );
     expect(rows).toEqual([{ status: 'cancelled', n: TOTAL }]);
-    // Every task a worker had claimed is one whose handler that worker aborted for the cancel.
+    // Every task a worker had claimed is one whose handler that worker aborted for the cancel,
+    // or, claimed ahead into its local queue, one it dropped for the cancel unstarted.
     const claimed = await db.query(`select id, worker_id from tasks where worker_id is not null`);
     expect(claimed.rows.length).toBeGreaterThan(0);
-    const aborted = () =>
+    const stoppedBy = (msg: string) =>
       new Set(
         workers.flatMap((w) =>
           w
             .logs()
-            .filter((l) => l.msg === 'aborting handler' && l.cause === 'cancelled')
+            .filter((l) => l.msg === msg && l.cause === 'cancelled')
             .map((l) => l.taskId as string),
         ),
       );
     await eventually(
-      async () =>
-        claimed.rows.every((r: { id: string }) => aborted().has(r.id)) ? true : undefined,
+      async () => {
+        const aborted = stoppedBy('aborting handler');
+        const dropped = stoppedBy('dropping queued task');
+        return claimed.rows.every((r: { id: string }) => aborted.has(r.id) !== dropped.has(r.id))
+          ? true
+          : undefined;
+      },
       120_000,
       500,
     );
-    // No other cause stopped any of them, and nothing is left running in either worker.
+    // No other cause stopped any of them, none of those dropped had started, and nothing is
+    // left running in either worker.
+    const handlers = stoppedBy('aborting handler');
+    const started = new Set(
+      workers.flatMap((w) =>
+        w
+          .logs()
+          .filter((l) => l.msg === 'task claimed')
+          .map((l) => l.taskId as string),
+      ),
+    );
+    for (const id of stoppedBy('dropping queued task')) expect(started.has(id)).toBe(false);
+    for (const id of handlers) expect(started.has(id)).toBe(true);
     for (const worker of workers) {
       const causes = worker
         .logs()
-        .filter((l) => l.msg === 'aborting handler')
+        .filter((l) => l.msg === 'aborting handler' || l.msg === 'dropping queued task')
         .map((l) => l.cause);
       expect(new Set(causes)).toEqual(new Set(['cancelled']));
     }

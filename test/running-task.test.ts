@@ -61,7 +61,7 @@ describe('RunningTask', () => {
       leaseMs: 30_000,
       progressThrottleMs: 0,
       outcomes: new OutcomeRecorder(db, 30_000),
-      waiting: () => {},
+      freed: () => {},
       ended: () => {},
     });
     task.start(hold);

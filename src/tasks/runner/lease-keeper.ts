@@ -1,19 +1,33 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from '../../db/types.js';
+import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import { findStoredTask } from '../sql/find.js';
-import { renewLeases } from '../sql/leases.js';
-import type { RunningTask } from './running-task.js';
+import { cancelledAmong, type Lease, renewLeases } from '../sql/leases.js';
+
+/** A task whose lease this process keeps: running, waiting for input, or queued to start. */
+export interface HeldTask {
+  readonly id: string;
+  readonly lease: Lease;
+  /** Waits for its owner's input. */
+  readonly waiting: boolean;
+  /** True once the lease's local deadline passed at `now` without a renewal. */
+  lapsed(now: number): boolean;
+  /** The lease was renewed by a statement sent at `sentAt`. */
+  renewed(sentAt: number): void;
+  abort(cause: 'lease-lost' | 'cancelled'): void;
+  /** The row as re-read (an answer whose notification was missed). */
+  changed(row: TaskRow | undefined): void;
+}
 
 export interface LeaseKeeperOptions {
   db: Kysely<Database>;
   log: Logger;
   workerId: string;
   leaseMs: number;
-  /** The tasks this process holds, running or waiting for input. */
-  held(): Iterable<RunningTask>;
+  /** The tasks this process holds: running, waiting for input, or queued to start. */
+  held(): Iterable<HeldTask>;
 }
 
 /**
@@ -46,7 +60,7 @@ export class LeaseKeeper {
     this.renewing = this.renew(held, startedAt).finally(() => (this.renewing = undefined));
   }
 
-  private async renew(held: RunningTask[], startedAt: number): Promise<void> {
+  private async renew(held: HeldTask[], startedAt: number): Promise<void> {
     const { db, workerId, leaseMs, log } = this.options;
     try {
       const kept = await renewLeases(
@@ -55,11 +69,11 @@ export class LeaseKeeper {
         held.map((task) => ({ id: task.id, attempt: task.lease.attempt })),
         leaseMs,
       );
+      const lost: HeldTask[] = [];
       for (const task of held) {
         const status = kept.get(task.id);
         if (status === undefined) {
-          // Lost, or cancelled or finished without this process hearing of it: stop either way.
-          task.abort('lease-lost');
+          lost.push(task);
           continue;
         }
         task.renewed(startedAt);
@@ -75,11 +89,24 @@ export class LeaseKeeper {
           );
         }
       }
+      if (lost.length > 0) await this.stopLost(lost);
     } catch (err) {
       log.warn({ err: coerceError(err) }, 'lease renewal failed');
       // Past the lease another worker may own the task: stop rather than run twice at once.
       const now = Date.now();
       for (const task of held) if (task.lapsed(now)) task.abort('lease-lost');
     }
+  }
+
+  /**
+   * Stops tasks a renewal did not find held: lost, or cancelled or finished without this
+   * process hearing of it. A cancel whose notification is still on its way is told as one.
+   */
+  private async stopLost(lost: HeldTask[]): Promise<void> {
+    const cancelled = await cancelledAmong(
+      this.options.db,
+      lost.map((task) => task.id),
+    ).catch(() => new Set<string>());
+    for (const task of lost) task.abort(cancelled.has(task.id) ? 'cancelled' : 'lease-lost');
   }
 }

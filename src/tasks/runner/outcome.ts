@@ -5,7 +5,7 @@ import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import { completeTask, failTask, type Lease, retryOrFail } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
-import { CompletionWriter } from './completions.js';
+import { OutcomeWriter } from './outcome-writer.js';
 
 const CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 
@@ -61,28 +61,29 @@ function isPermanent(err: unknown): boolean {
 }
 
 /**
- * Records how a handler ended, fenced by its lease. Writes are retried through a short
- * database outage for as long as the lease lasts; past it the task is left to be re-run.
+ * Records how a handler ended, fenced by its lease, in batches (see `OutcomeWriter`). Writes
+ * are retried through a short database outage for as long as the lease lasts; past it the task
+ * is left to be re-run. A batch the store refuses (a data error) is written again one outcome
+ * at a time, so one bad outcome does not fail the others that shared its statement.
  */
 export class OutcomeRecorder {
-  private readonly completions: CompletionWriter;
+  private readonly writer: OutcomeWriter;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly leaseMs: number,
   ) {
-    this.completions = new CompletionWriter(db);
+    this.writer = new OutcomeWriter(db);
   }
 
   /**
    * Completes the task. A result the store refuses — not JSON (a BigInt, a cycle), or a string
    * with U+0000 — fails this task with HANDLER_ERROR instead of being retried and re-run until
-   * WORKER_LOST; and since completions are written in batches, a refusal is first retried
-   * alone, so one bad result does not fail the tasks that happened to share its statement.
+   * WORKER_LOST; a refusal of the batch is first retried alone.
    */
   async complete(id: string, lease: Lease, result: unknown, log: Logger): Promise<void> {
     try {
-      await this.retry(() => this.completions.complete(id, lease, result), log);
+      await this.retry(() => this.writer.complete(id, lease, result), log);
       return;
     } catch {
       // Permanent, for this result or another one in the batch: see which, alone.
@@ -102,8 +103,10 @@ export class OutcomeRecorder {
 
   /** Fails the task with `failure`; never throws (what cannot be written is logged). */
   async fail(id: string, lease: Lease, failure: TaskFailure, log: Logger): Promise<void> {
-    await this.retry(() => failTask(this.db, id, lease, failure), log).catch((err: unknown) =>
-      log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
+    await this.batchedElseAlone(
+      () => this.writer.fail(id, lease, failure),
+      () => failTask(this.db, id, lease, failure),
+      log,
     );
   }
 
@@ -119,9 +122,30 @@ export class OutcomeRecorder {
     delayMs: number,
     log: Logger,
   ): Promise<TaskRow | undefined> {
+    return this.batchedElseAlone(
+      () => this.writer.retryOrFail(id, lease, failure, delayMs),
+      () => retryOrFail(this.db, id, lease, failure, delayMs),
+      log,
+    );
+  }
+
+  /** Writes a failure in the batch, or alone if the batch was refused; never throws. */
+  private async batchedElseAlone(
+    batched: () => Promise<TaskRow | undefined>,
+    alone: () => Promise<TaskRow | undefined>,
+    log: Logger,
+  ): Promise<TaskRow | undefined> {
     let row: TaskRow | undefined;
+    try {
+      await this.retry(async () => {
+        row = await batched();
+      }, log);
+      return row;
+    } catch {
+      // Refused, for this outcome or another one in the batch: see which, alone.
+    }
     await this.retry(async () => {
-      row = await retryOrFail(this.db, id, lease, failure, delayMs);
+      row = await alone();
     }, log).catch((err: unknown) =>
       log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
     );

@@ -8,6 +8,7 @@ import type { KindRegistry } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
 import { claimWork, failLostTasks, releaseLeases } from '../sql/leases.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { LocalQueue } from './local-queue.js';
 import { OutcomeRecorder } from './outcome.js';
 import { RunningTask, type RunningTaskOptions } from './running-task.js';
 import { recordClaim } from './trace.js';
@@ -22,6 +23,11 @@ export interface RunnerOptions {
   workerId: string;
   /** Handlers running at once; tasks waiting for input do not count. */
   concurrency: number;
+  /**
+   * Tasks claimed ahead of free slots, leased and kept in memory until a slot frees (see
+   * `LocalQueue`). 0 claims only for free slots. @default 3 × concurrency, at most 1 000
+   */
+  prefetch?: number;
   leaseMs: number;
   /** Claim pass that runs even when no NOTIFY arrives. @default min(2000, leaseMs / 3) */
   backstopMs?: number;
@@ -34,7 +40,10 @@ export interface RunnerOptions {
 /**
  * Runs tasks in this process: woken by NOTIFY (and a backstop poll), claims with
  * `FOR UPDATE SKIP LOCKED` under a lease the LeaseKeeper renews, and runs each claimed task as
- * a RunningTask, whose writes are fenced by the lease.
+ * a RunningTask, whose writes are fenced by the lease. A claim takes the free slots and a
+ * prefetch: what does not start at once waits in the local queue, and the next claim is sent
+ * while the queue still feeds the slots. A slot frees when its handler returns; the outcome is
+ * written in a batch meanwhile (see `OutcomeWriter`).
  */
 export class Runner {
   /** Every task this process holds, running or waiting for input, by id. */
@@ -49,12 +58,24 @@ export class Runner {
   private unsubscribe: Array<() => void> = [];
   private readonly kindNames: string[];
   private readonly leases: LeaseKeeper;
+  private readonly queue: LocalQueue;
+  private readonly prefetch: number;
+  /** A slot freed since the last claim: the runner is draining, so the queue is refilled. */
+  private refill = false;
   private readonly taskOptions: RunningTaskOptions;
 
   constructor(private readonly options: RunnerOptions) {
     const { db, events, log, workerId, leaseMs } = options;
     this.kindNames = options.kinds.names();
-    this.leases = new LeaseKeeper({ db, log, workerId, leaseMs, held: () => this.tasks.values() });
+    this.prefetch = options.prefetch ?? Math.min(3 * options.concurrency, 1_000);
+    this.queue = new LocalQueue({ workerId, leaseMs, events, log });
+    this.leases = new LeaseKeeper({
+      db,
+      log,
+      workerId,
+      leaseMs,
+      held: () => [...this.tasks.values(), ...this.queue.held()],
+    });
     this.taskOptions = {
       db,
       events,
@@ -63,11 +84,14 @@ export class Runner {
       progressThrottleMs: options.progressThrottleMs ?? 100,
       outcomes: new OutcomeRecorder(db, leaseMs),
       observer: options.observer,
-      waiting: () => this.wake(),
+      freed: () => {
+        this.refill = true;
+        this.startQueued();
+        this.wake();
+      },
       scheduled: (at) => this.wakeAt(at),
       ended: (task) => {
         if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
-        this.wake();
       },
     };
   }
@@ -82,7 +106,7 @@ export class Runner {
     this.wake();
   }
 
-  /** Tasks this process holds, running or waiting for input. */
+  /** Tasks this process holds, running or waiting for input (not those queued to start). */
   get held(): number {
     return this.tasks.size;
   }
@@ -92,11 +116,26 @@ export class Runner {
     return this.tasks.has(id);
   }
 
-  /** Handlers running now: the held tasks that are not waiting for input. */
+  /** Tasks claimed and leased, waiting in the local queue for a slot. */
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  /** Handlers running now: the held tasks that are not waiting for input nor returned. */
   private get active(): number {
     let active = 0;
-    for (const task of this.tasks.values()) if (!task.waiting) active++;
+    for (const task of this.tasks.values()) if (task.busy) active++;
     return active;
+  }
+
+  /** Starts queued tasks while slots are free. */
+  private startQueued(): void {
+    if (this.stopping) return;
+    for (let free = this.options.concurrency - this.active; free > 0; free--) {
+      const next = this.queue.shift(Date.now());
+      if (!next) return;
+      this.run(next.row, next.claimedAt, next.leaseFrom);
+    }
   }
 
   /** Starts a claim pass now (or right after the one in progress). */
@@ -136,11 +175,20 @@ export class Runner {
     const { db, workerId, concurrency, leaseMs, log } = this.options;
     // Let this turn of the event loop finish first: slots freed together are claimed together.
     await new Promise<void>((resolve) => setImmediate(resolve));
-    for (let free = concurrency - this.active; !this.stopping && free > 0; ) {
+    // Claim for free slots, or to refill a draining queue. A wake while every slot is busy
+    // claims nothing more: a task started meanwhile is claimed by priority with the others
+    // once a slot frees, not queued behind what happened to be ready first.
+    const refillAt = Math.floor(this.prefetch / 2);
+    for (;;) {
+      const free = concurrency - this.active;
+      const room = free + this.prefetch - this.queue.length;
+      const draining = this.refill && this.queue.length <= refillAt;
+      if (this.stopping || room <= 0 || (free <= 0 && !draining)) return;
+      this.refill = false;
       let rows: TaskRow[];
       const claimedAt = Date.now();
       try {
-        const claim = await claimWork(db, workerId, this.kindNames, free, leaseMs);
+        const claim = await claimWork(db, workerId, this.kindNames, room, leaseMs);
         rows = claim.rows;
         if (claim.nextDue) this.wakeAt(claim.nextDue.getTime());
       } catch (err) {
@@ -156,9 +204,9 @@ export class Runner {
         return;
       }
       this.options.observer?.claimed(rows, (Date.now() - claimedAt) / 1000);
-      for (const row of rows) this.run(row, claimedAt);
+      this.queue.push(rows, claimedAt);
+      this.startQueued();
       if (rows.length === 0) return;
-      free = concurrency - this.active;
     }
   }
 
@@ -169,17 +217,19 @@ export class Runner {
     this.wake();
   }
 
-  private run(row: TaskRow, claimedAt: number): void {
+  /** @param leaseFrom when the lease's last renewal (or its claim) was sent */
+  private run(row: TaskRow, claimedAt: number, leaseFrom: number): void {
     const kind = this.options.kinds.require(row.kind);
     recordClaim(row, this.options.workerId, claimedAt);
-    const task = new RunningTask(row, this.options.workerId, claimedAt, this.taskOptions);
+    const task = new RunningTask(row, this.options.workerId, leaseFrom, this.taskOptions);
     this.tasks.set(row.id, task);
     task.start(kind);
   }
 
   /**
-   * Stops claiming, lets running handlers finish for `graceMs`, aborts the rest and gives
-   * their leases back (without counting the attempt) so another worker takes them at once.
+   * Stops claiming, gives back the tasks queued but not started, lets running handlers finish
+   * for `graceMs`, aborts the rest and gives their leases back. A lease given back does not
+   * count the attempt, and another worker takes the task at once.
    */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
@@ -188,6 +238,16 @@ export class Runner {
     for (const off of this.unsubscribe) off();
     // A claim in flight gives back what it got (see claimLoop) while the database is still open.
     await Promise.race([this.claiming, sleep(1_000)]);
+    const queued = this.queue.takeAll();
+    const requeued = releaseLeases(this.options.db, this.options.workerId, queued).catch(
+      (err: unknown) => {
+        this.options.log.error(
+          { err: coerceError(err) },
+          'could not give back queued tasks; their leases lapse after TASK_LEASE_MS',
+        );
+        return 0;
+      },
+    );
     // Heartbeats go on through the grace period: a lapsed lease would let another worker run
     // a task this process is still finishing.
     const all = () => Promise.all([...this.tasks.values()].map((task) => task.done));
@@ -209,7 +269,11 @@ export class Runner {
       );
       return 0;
     });
-    if (left.length > 0)
-      this.options.log.info({ aborted: left.length, released }, 'runner stopped');
+    const givenBack = await requeued;
+    if (left.length > 0 || queued.length > 0)
+      this.options.log.info(
+        { aborted: left.length, released, queued: queued.length, givenBack },
+        'runner stopped',
+      );
   }
 }

@@ -4,15 +4,14 @@ import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import { context, failed as spanFailed, trace } from '../../tracing/tracer.js';
 import type { TaskEvents } from '../events/hub.js';
-import { type InputQuestion, type TaskContext, TaskFailedError, type TaskKind } from '../kinds.js';
-import { listPage } from '../listing.js';
+import { type InputQuestion, TaskFailedError, type TaskKind } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
 import { backoffMs } from '../retry.js';
 import { type Lease, markInputRequired } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
-import { type AbortCause, TaskAbortedError } from './aborted.js';
+import { type AbortCause, TaskAbortedError, whyLost } from './aborted.js';
 import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
-import { progressWriter } from './progress-writer.js';
+import { taskContext } from './task-context.js';
 import { TaskTimeout } from './task-timeout.js';
 import { attemptSpan } from './trace.js';
 
@@ -24,8 +23,8 @@ export interface RunningTaskOptions {
   leaseMs: number;
   progressThrottleMs: number;
   outcomes: OutcomeRecorder;
-  /** The task stopped taking a slot: it waits for input now. */
-  waiting(): void;
+  /** The task stopped taking a slot: it waits for input now, or its handler returned. */
+  freed(): void;
   /** The handler is done and everything the task held is let go. */
   ended(task: RunningTask): void;
   /** A failed attempt was rescheduled: the task is due again at `at` (epoch ms). */
@@ -45,6 +44,8 @@ export class RunningTask {
   /** Settles once the handler is done and its outcome recorded; never rejects. */
   done: Promise<void> = Promise.resolve();
   private row: TaskRow;
+  /** The handler returned (or threw): its slot is free, its outcome may still be in writing. */
+  private returned = false;
   private readonly controller = new AbortController();
   private readonly timeout: TaskTimeout;
   private expiryTimer: NodeJS.Timeout | undefined;
@@ -91,6 +92,11 @@ export class RunningTask {
   /** True while the handler waits for its owner's input (it takes no slot then). */
   get waiting(): boolean {
     return this.waitingFor !== null;
+  }
+
+  /** True while the handler takes a runner slot: running, not waiting, not yet returned. */
+  get busy(): boolean {
+    return !this.returned && this.waitingFor === null;
   }
 
   /** True once the lease's local deadline passed at `now` without a renewal. */
@@ -148,46 +154,30 @@ export class RunningTask {
   private async run(kind: TaskKind<any, any>): Promise<void> {
     const { db, log, progressThrottleMs, outcomes } = this.options;
     const { row, lease, controller } = this;
-    const ctx: TaskContext = {
-      taskId: row.id,
-      owner: row.owner,
-      attempt: row.attempt,
-      input: row.input,
+    const ctx = taskContext(row, {
+      db,
+      log,
+      lease,
       signal: controller.signal,
-      listOwnTasks: (request) =>
-        listPage(db, row.owner, {
-          first: Math.min(1_000, Math.max(1, Math.trunc(request.first ?? 100))),
-          after: request.after,
-          statuses: request.statuses,
-        }),
-      progress: progressWriter({
-        db,
-        log,
-        taskId: row.id,
-        lease,
-        signal: controller.signal,
-        throttleMs: progressThrottleMs,
-      }),
-      requestInput: (request) =>
-        this.askForInputs([request]).then((answers) => answers[request.key]) as Promise<any>,
-      requestInputs: (requests) => this.askForInputs(requests) as Promise<any>,
-    };
+      progressThrottleMs,
+      ask: (requests) => this.askForInputs(requests),
+    });
     const taskLog = log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
     taskLog.debug({ workerId: lease.workerId }, 'task claimed');
     const started = performance.now();
     let failed = false;
     const attempt = attemptSpan(row, lease.workerId);
     try {
-      const result = await context.with(trace.setSpan(attempt.parent, attempt.span), () =>
-        kind.run(ctx),
-      );
-      // The handler is done: what becomes of the row now is for the outcome's statement to
-      // decide (it checks the lease and the status), so the changes announced meanwhile, this
-      // completion's own among them, need not be read back.
-      this.unwatch();
+      let result: unknown;
+      try {
+        result = await context.with(trace.setSpan(attempt.parent, attempt.span), () =>
+          kind.run(ctx),
+        );
+      } finally {
+        this.handlerReturned();
+      }
       if (!controller.signal.aborted) await outcomes.complete(row.id, lease, result, taskLog);
     } catch (thrown) {
-      this.unwatch();
       if (!controller.signal.aborted) {
         failed = true;
         const err = coerceError(thrown);
@@ -212,6 +202,19 @@ export class RunningTask {
       this.waitingFor = null;
       this.options.ended(this);
     }
+  }
+
+  /**
+   * The handler is done: its slot goes to the next task while the outcome is written. What
+   * becomes of the row is for the outcome's statement to decide (it checks the lease and the
+   * status), so the changes announced meanwhile, this outcome's own among them, need not be
+   * read back.
+   */
+  private handlerReturned(): void {
+    if (this.returned) return;
+    this.returned = true;
+    this.unwatch();
+    this.options.freed();
   }
 
   /** Records a failed attempt: retried with backoff while the policy allows, else failed. */
@@ -269,11 +272,11 @@ export class RunningTask {
     this.timeout.pause();
     return new Promise<Record<string, unknown>>((resolve, reject) => {
       this.waitingFor = { keys, resolve };
-      this.options.waiting();
+      this.options.freed();
       signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       asked.then(
         (row) => {
-          if (!row) this.abort('lease-lost');
+          if (!row) void whyLost(this.options.db, this.row.id).then((cause) => this.abort(cause));
         },
         (err: unknown) => {
           this.options.log.warn(

@@ -119,6 +119,14 @@ export async function renewLeases(
   return new Map(result.rows.map((r) => [r.id, r.status]));
 }
 
+/** Which of the tasks `ids` are cancelled (a lease renewal that lost them asks why). */
+export async function cancelledAmong(db: Executor, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const result = await sql<{ id: string }>`
+    select id from tasks where id = any(${ids}::uuid[]) and status = 'cancelled'`.execute(db);
+  return new Set(result.rows.map((r) => r.id));
+}
+
 async function fencedChange(
   db: Executor,
   id: string,

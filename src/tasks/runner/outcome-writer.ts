@@ -1,0 +1,88 @@
+import type { Kysely } from 'kysely';
+import type { Database, TaskRow } from '../../db/types.js';
+import { jsonText } from '../sql/common.js';
+import type { Lease } from '../sql/leases.js';
+import { type Outcome, recordOutcomes } from '../sql/outcomes.js';
+import type { TaskFailure } from '../status.js';
+
+/** Most outcomes written by one statement. */
+const MAX_BATCH = 256;
+
+interface Pending {
+  outcome: Outcome;
+  resolve(row: TaskRow | undefined): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * The runner's outcomes (completions, failures, retries), batched without a timer: those that
+ * arrive in the same turn of the event loop go out together at its end, and those that arrive
+ * while a statement is in flight go together in the next one. No added delay at low load; at
+ * high load, one commit for many tasks (see `recordOutcomes`).
+ */
+export class OutcomeWriter {
+  private queue: Pending[] = [];
+  private writing = false;
+
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /**
+   * @returns the completed row; `undefined` when the lease no longer holds (nothing changed)
+   * @throws TypeError (as a rejection) for a result JSON cannot express; nothing is written
+   */
+  complete(id: string, lease: Lease, result: unknown): Promise<TaskRow | undefined> {
+    let text: string | null;
+    try {
+      text = jsonText(result ?? null);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.add({ id, lease, ending: 'complete', result: text });
+  }
+
+  /** Fails the task for good. @returns the row, as for {@link complete} */
+  fail(id: string, lease: Lease, failure: TaskFailure): Promise<TaskRow | undefined> {
+    return this.add({ id, lease, ending: 'fail', failure });
+  }
+
+  /**
+   * Ends a failed attempt: retried `delayMs` from now while attempts and time remain, else
+   * failed (as `retryOrFail`). @returns the row, as for {@link complete}
+   */
+  retryOrFail(
+    id: string,
+    lease: Lease,
+    failure: TaskFailure,
+    delayMs: number,
+  ): Promise<TaskRow | undefined> {
+    return this.add({ id, lease, ending: 'retry', failure, delayMs });
+  }
+
+  private add(outcome: Outcome): Promise<TaskRow | undefined> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ outcome, resolve, reject });
+      if (this.writing) return;
+      // Wait out this turn of the event loop: tasks that finish on the same I/O event (a batch
+      // claimed together, quick handlers) go out in one statement, not one alone and the rest after.
+      this.writing = true;
+      setImmediate(() => void this.flush());
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, MAX_BATCH);
+      try {
+        const written = await recordOutcomes(
+          this.db,
+          batch.map((p) => p.outcome),
+        );
+        const rows = new Map(written.map((row) => [row.id, row]));
+        for (const pending of batch) pending.resolve(rows.get(pending.outcome.id));
+      } catch (err) {
+        for (const pending of batch) pending.reject(err);
+      }
+    }
+    this.writing = false;
+  }
+}

@@ -1,0 +1,65 @@
+import { sql } from 'kysely';
+import type { Executor, TaskRow } from '../../db/types.js';
+import type { TaskFailure } from '../status.js';
+import { jsonText, notifyChanged, READY_CHANNEL, withoutNotifyColumns } from './common.js';
+import type { Lease } from './leases.js';
+
+/** How a handler's attempt ended, as {@link recordOutcomes} writes it. */
+export type Outcome =
+  /** `result` is JSON text (`null`: JSON null), see `jsonText`. */
+  | { id: string; lease: Lease; ending: 'complete'; result: string | null }
+  | { id: string; lease: Lease; ending: 'fail'; failure: TaskFailure }
+  | { id: string; lease: Lease; ending: 'retry'; failure: TaskFailure; delayMs: number };
+
+/**
+ * Records many outcomes in one statement, each row exactly as its single statement in
+ * leases.ts would write it: `complete` as `completeTask`, `fail` as `failTask`, `retry` as
+ * `retryOrFail`. Every row is fenced by its own lease (worker and attempt), WORKING and
+ * unexpired only; each changed row is announced (and a retried one wakes the runners). A
+ * transaction that notifies holds Postgres's notify lock until its commit is flushed, so one
+ * commit for many tasks is what lets a worker finish more than one task per WAL flush.
+ * @returns the rows written; an outcome whose lease no longer holds has none
+ */
+export async function recordOutcomes(
+  db: Executor,
+  outcomes: readonly Outcome[],
+): Promise<TaskRow[]> {
+  const col = <T>(pick: (o: Outcome) => T) => outcomes.map(pick);
+  const isComplete = sql`c.ending = 'complete'`;
+  // Retried: attempts remain and the next one, delay_ms from now, falls before expiry.
+  const again = sql`(c.ending = 'retry' and t.attempt < t.max_attempts
+    and now() + c.delay_ms * interval '1 millisecond' < t.expires_at)`;
+  const at = sql`now() + c.delay_ms * interval '1 millisecond'`;
+  const result = await sql<TaskRow & { again: boolean }>`
+    with t as (
+      update tasks t set
+        status = case when ${isComplete} then 'completed' when ${again} then 'working' else 'failed' end,
+        result = case when ${isComplete} then c.result else t.result end,
+        progress = case when ${isComplete} then 1 when ${again} then null else t.progress end,
+        status_message = case when ${isComplete} then null
+          when ${again} then 'Attempt ' || t.attempt || ' of ' || t.max_attempts || ' failed ('
+            || (c.failure->>'code') || '); the next runs at '
+            || to_char((${at}) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '.'
+          else t.status_message end,
+        error = case when ${isComplete} then t.error when ${again} then null else c.failure end,
+        last_error = case when ${isComplete} then t.last_error else c.failure end,
+        input_request = case when ${isComplete} then t.input_request end,
+        input_requests = case when ${isComplete} then t.input_requests end,
+        hold = case when c.ending = 'fail' or ${isComplete} then t.hold when ${again} then 'time' end,
+        run_at = case when ${again} then date_trunc('milliseconds', ${at}) else t.run_at end,
+        worker_id = null, lease_expires_at = null, version = t.version + 1, last_updated_at = now()
+      from unnest(${col((o) => o.id)}::uuid[], ${col((o) => o.lease.workerId)}::text[],
+                  ${col((o) => o.lease.attempt)}::int[], ${col((o) => o.ending)}::text[],
+                  ${col((o) => (o.ending === 'complete' ? o.result : null))}::jsonb[],
+                  ${col((o) => (o.ending === 'complete' ? null : jsonText(o.failure)))}::jsonb[],
+                  ${col((o) => (o.ending === 'retry' ? o.delayMs : 0))}::int[])
+        as c(id, worker_id, attempt, ending, result, failure, delay_ms)
+      where t.id = c.id and t.worker_id = c.worker_id and t.attempt = c.attempt
+        and t.status = 'working' and t.expires_at > now()
+      returning t.*, c.ending = 'retry' and t.status = 'working' as again
+    )
+    select t.*, ${notifyChanged} as notified,
+      case when t.again then pg_notify(${READY_CHANNEL}, t.kind) end as ready
+    from t`.execute(db);
+  return result.rows.map(({ again: _again, ...row }) => withoutNotifyColumns(row as TaskRow)!);
+}
