@@ -1,4 +1,4 @@
-import { Webhook as Signer } from 'standardwebhooks';
+import { createHmac } from 'node:crypto';
 import type { TaskRow } from '../db/types.js';
 import { reportOf } from '../tasks/handle.js';
 import { type Task, toTask } from '../tasks/task.js';
@@ -59,15 +59,24 @@ export function bodyOf(
   return JSON.stringify(format ? format(task) : standardBody(task));
 }
 
+/**
+ * The Standard Webhooks signature of `body`: `v1,` and the base64 HMAC-SHA256, keyed by the
+ * secret's bytes, of `{id}.{seconds}.{body}` (the body's UTF-8, as it is sent).
+ */
+export function signature(secret: string, id: string, seconds: number, body: string): string {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${seconds}.`).update(body).digest('base64')}`;
+}
+
 /** The headers of an attempt: signed now (Standard Webhooks), with an A2A config's own. */
 export function headersFor(delivery: DeliveryMessage, body: string): Record<string, string> {
-  const now = new Date();
+  const seconds = Math.floor(Date.now() / 1000);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'user-agent': 'taskhandle-webhooks',
     'webhook-id': delivery.id,
-    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-    'webhook-signature': new Signer(delivery.secret).sign(delivery.id, now, body),
+    'webhook-timestamp': String(seconds),
+    'webhook-signature': signature(delivery.secret, delivery.id, seconds, body),
   };
   if (delivery.token !== null) headers['x-a2a-notification-token'] = delivery.token;
   if (delivery.auth_scheme !== null)
