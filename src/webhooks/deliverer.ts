@@ -16,7 +16,7 @@ import {
   finishDelivery,
   releaseDeliveries,
 } from './outbox.js';
-import { sendAttempt } from './send.js';
+import { type SendOptions, sendAttempt } from './send.js';
 import { readTraceParents } from './trace.js';
 
 export interface DelivererOptions {
@@ -62,10 +62,13 @@ export class Deliverer {
   private readonly leaseMs: number;
   /** Connections kept open between attempts: a receiver's next delivery skips the handshake. */
   private readonly agents: Agents;
+  /** What every attempt is sent with, made once. */
+  private readonly sendOptions: SendOptions;
 
   constructor(private readonly options: DelivererOptions) {
     this.leaseMs = options.config.timeoutMs + LEASE_MARGIN_MS;
     this.agents = keepAliveAgents(options.config.concurrency);
+    this.sendOptions = { ...options, agents: this.agents, signal: this.stopping.signal };
     // Every attempt in flight listens for the stop.
     setMaxListeners(options.config.concurrency + 10, this.stopping.signal);
   }
@@ -148,11 +151,7 @@ export class Deliverer {
 
   private async deliver(claim: ClaimedDelivery): Promise<void> {
     const { log, db, workerId } = this.options;
-    const outcome = await sendAttempt(claim, {
-      ...this.options,
-      agents: this.agents,
-      signal: this.stopping.signal,
-    });
+    const outcome = await sendAttempt(claim, this.sendOptions);
     if (!outcome) return; // stopped mid-attempt: the stop gives the delivery back uncounted
     // Any other outcome than delivered changes what is due (a failed delivery lets its webhook's
     // next go), which no claim has seen yet.
