@@ -66,7 +66,9 @@ const send = (url: string, extra: { timeoutMs?: number; signal?: AbortSignal } =
 
 describe('one webhook attempt', () => {
   it('sends the body, its length in bytes, the host and the headers given, to the path and query', async () => {
-    let got: { url?: string; headers: IncomingMessage['headers']; body: string } | undefined;
+    let got:
+      | { url?: string | undefined; headers: IncomingMessage['headers']; body: string }
+      | undefined;
     const s = await serve((req, res) => {
       let body = '';
       req.setEncoding('utf8');
