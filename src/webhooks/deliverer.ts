@@ -109,6 +109,7 @@ export class Deliverer {
   private async pump(): Promise<void> {
     try {
       for (;;) {
+        if (this.delivered.length > 0) break; // their record claims for the slots (flushWaiting)
         this.again = false;
         const free = this.options.config.concurrency - this.inFlight.size;
         if (free <= 0 || this.closed) break;
@@ -131,6 +132,7 @@ export class Deliverer {
       this.options.log.warn({ err: coerceError(err) }, 'claiming webhook deliveries failed');
     } finally {
       this.claiming = false;
+      this.flushWaiting();
     }
   }
 
@@ -204,11 +206,12 @@ export class Deliverer {
   }
 
   /**
-   * Records the queued delivered outcomes and, unless a claim is under way, claims for the
-   * slots they free in the same statement.
+   * Records the queued delivered outcomes and claims for the slots they free, in one statement.
+   * One statement at a time: while a claim is under way they wait, and others join them.
    */
   private async flushDelivered(): Promise<void> {
     this.flushTimer = undefined;
+    if (this.claiming && !this.closed) return; // flushWaiting, once the claim ends
     const batch = this.delivered;
     this.delivered = [];
     const { db, workerId, config } = this.options;
@@ -239,12 +242,20 @@ export class Deliverer {
     } finally {
       if (claimHere) {
         this.claiming = false;
-        if (this.again) {
+        if (this.again && this.delivered.length === 0) {
           this.again = false;
           this.wake();
         }
+        this.flushWaiting();
       }
     }
+  }
+
+  /** Records, at once, outcomes that waited for a claim to end. */
+  private flushWaiting(): void {
+    if (this.delivered.length === 0 || this.flushTimer) return;
+    this.flushSoon = true;
+    this.flushTimer = setImmediate(() => void this.flushDelivered());
   }
 
   private wakeIn(ms: number): void {
