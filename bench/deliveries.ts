@@ -8,8 +8,10 @@ import {
   postgresBusyMs,
   resetDatabase,
   server,
+  targets,
   truncate,
   until,
+  verdict,
 } from './common.js';
 import { PROFILE_DIR, spawnChild } from './processes.js';
 
@@ -115,6 +117,10 @@ export async function deliveries(): Promise<void> {
       `${fmt(WARMUP)} deliveries warm the worker up first. The deliveries are in the outbox before the measured part starts (so Postgres's share is the claims and the outcomes, not the writing), the receiver in the harness answers 204 at once, and the floor posts from a process of its own to the same receiver. Postgres: CPU of every process of that name over the measured part.`,
     );
     out();
+    const ratio = cpu / bare.cpuMs;
+    targets.push(
+      `| webhooks: deliverer CPU ≤ 2× bare client | ${ratio.toFixed(2)}× (the worker's CPU a delivery, deliveries row: ${fmt(cpu, 3)} ms against the bare client's ${fmt(bare.cpuMs, 3)} ms) | ${verdict(ratio <= 2)} |`,
+    );
   } finally {
     await worker.stop();
     receiver.close();

@@ -1,6 +1,10 @@
 import http from 'node:http';
 import https from 'node:https';
-import { pinnedLookup, resolveChecked } from '../tasks/webhooks/address-guard.js';
+import {
+  type CheckedAddress,
+  pinnedLookup,
+  resolveChecked,
+} from '../tasks/webhooks/address-guard.js';
 
 /** How much of an answer is read (and dropped) before the connection is closed. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -8,6 +12,10 @@ export const MAX_RESPONSE_BYTES = 64 * 1024;
 export interface AttemptRequest {
   url: string;
   headers: Record<string, string>;
+  /**
+   * What is sent (and was signed). A string, not a Buffer: Node writes a string body in one
+   * write with the head of the request, a Buffer in a second.
+   */
   body: string;
   timeoutMs: number;
   allowPrivate: boolean;
@@ -35,90 +43,133 @@ export function keepAliveAgents(maxSockets: number): Agents {
 /** A connection the receiver closed while it sat idle in the pool: nothing was delivered. */
 const STALE_REUSE = new Set(['ECONNRESET', 'EPIPE']);
 
-/** `send`'s answer when a pooled connection turned out closed: send again, on a new one. */
-const STALE = -1;
-
 /** An HTTP answer's status, or why none came. */
 export type AttemptResult = { statusCode: number } | { statusCode: null; error: string };
 
-function describe(err: unknown, timeoutMs: number): string {
-  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))
-    return err.name === 'TimeoutError'
-      ? `no answer within WEBHOOK_TIMEOUT_MS (${timeoutMs} ms)`
-      : 'aborted: the process is stopping';
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Settles with `promise`, or rejects with the signal's reason once it aborts. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
+const STOPPED = 'aborted: the process is stopping';
 
 /**
  * One POST to a webhook. The host is resolved and checked first, and the connection goes to
  * the checked addresses only; a redirect is an answer like any other (never followed); the
  * body of the answer is read up to MAX_RESPONSE_BYTES and dropped. Never rejects.
  */
-export async function attempt(request: AttemptRequest): Promise<AttemptResult> {
-  // One controller and one timer an attempt, both let go when it ends: AbortSignal.any with
-  // AbortSignal.timeout would keep a timer and a dependent signal alive for the whole timeout.
-  const controller = new AbortController();
-  const { signal } = controller;
-  const timer = setTimeout(
-    () => controller.abort(new DOMException('The attempt timed out', 'TimeoutError')),
-    request.timeoutMs,
-  );
-  const onStop = () => controller.abort(request.signal.reason);
-  if (request.signal.aborted) onStop();
-  else request.signal.addEventListener('abort', onStop, { once: true });
-  try {
-    const url = new URL(request.url);
-    const addresses = await abortable(resolveChecked(url.hostname, request.allowPrivate), signal);
-    const body = Buffer.from(request.body);
-    const secure = url.protocol === 'https:';
-    const send = () =>
-      new Promise<number>((resolve, reject) => {
-        const req = (secure ? https : http).request(
-          url,
-          {
-            method: 'POST',
-            headers: { ...request.headers, 'content-length': String(body.length) },
-            lookup: pinnedLookup(addresses),
-            agent: request.agents ? request.agents[secure ? 'https' : 'http'] : false,
-            signal,
-          },
-          (res) => {
-            // The status decides; the rest of the answer drains in the background, capped
-            // (a connection read to its end goes back to the pool), and the timeout's abort
-            // ends a body that never finishes.
-            resolve(res.statusCode ?? 0);
-            let read = 0;
-            res.on('data', (chunk: Buffer) => {
-              read += chunk.length;
-              if (read >= MAX_RESPONSE_BYTES) res.destroy();
-            });
-            res.on('error', () => {});
-          },
-        );
-        req.on('error', (err: NodeJS.ErrnoException) => {
-          if (req.reusedSocket && STALE_REUSE.has(err.code ?? '')) resolve(STALE);
-          else reject(err);
-        });
-        req.end(body);
-      });
-    let statusCode = await abortable(send(), signal);
-    if (statusCode === STALE) statusCode = await abortable(send(), signal);
-    if (statusCode === STALE) throw new Error('the connection was reset');
-    return { statusCode };
-  } catch (err) {
-    return { statusCode: null, error: describe(err, request.timeoutMs) };
-  } finally {
-    clearTimeout(timer);
-    request.signal.removeEventListener('abort', onStop);
+export function attempt(request: AttemptRequest): Promise<AttemptResult> {
+  if (request.signal.aborted) return Promise.resolve({ statusCode: null, error: STOPPED });
+  return new Promise<AttemptResult>((resolve) => new Attempt(request, resolve).start());
+}
+
+/**
+ * An attempt under way. One timer bounds all of it, the answer's body included: the timeout
+ * and a stop destroy the request directly, where an AbortController handed to http.request
+ * would add a listener and a stream wrapper to every attempt. Methods, not closures made for
+ * each attempt (tsx names every named closure as it is made).
+ */
+class Attempt {
+  private req: http.ClientRequest | undefined;
+  private settled = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly request: AttemptRequest,
+    private readonly resolve: (result: AttemptResult) => void,
+  ) {
+    this.timer = setTimeout(timeUp, request.timeoutMs, this);
+    request.signal.addEventListener('abort', this, { once: true });
   }
+
+  /** The process stops (the attempt listens to the stop signal as an EventListener object). */
+  handleEvent(): void {
+    this.fail(STOPPED);
+  }
+
+  timedOut(): void {
+    this.fail(`no answer within WEBHOOK_TIMEOUT_MS (${this.request.timeoutMs} ms)`);
+  }
+
+  start(): void {
+    let url: URL;
+    try {
+      url = new URL(this.request.url);
+    } catch (err) {
+      this.fail(messageOf(err));
+      return;
+    }
+    resolveChecked(url.hostname, this.request.allowPrivate).then(
+      (addresses) => this.send(url, addresses, false),
+      (err: unknown) => this.fail(messageOf(err)),
+    );
+  }
+
+  private settle(result: AttemptResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.request.signal.removeEventListener('abort', this);
+    this.resolve(result);
+  }
+
+  /** Ends the attempt with `error` (unless it has its answer already) and its connection. */
+  fail(error: string): void {
+    this.settle({ statusCode: null, error });
+    clearTimeout(this.timer);
+    this.req?.destroy();
+  }
+
+  private send(url: URL, addresses: CheckedAddress[], again: boolean): void {
+    if (this.settled) return;
+    const { request } = this;
+    const secure = url.protocol === 'https:';
+    // Headers as a list: written as given, without a setHeader (and its checks) for each.
+    const headers = [
+      'host',
+      url.host,
+      'content-length',
+      String(Buffer.byteLength(request.body)),
+      ...Object.entries(request.headers).flat(),
+    ];
+    const req = (secure ? https : http).request({
+      protocol: url.protocol,
+      // As urlToHttpOptions gives it: an IPv6 literal without its brackets.
+      hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+      port: url.port,
+      path: url.pathname + url.search,
+      method: 'POST',
+      headers,
+      lookup: pinnedLookup(addresses),
+      agent: request.agents ? request.agents[secure ? 'https' : 'http'] : false,
+    });
+    this.req = req;
+    req.on('response', (res) => this.answered(res));
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      // A connection the receiver closed while it sat idle in the pool: nothing was
+      // delivered, so it is sent once more, on a new connection.
+      const stale = req.reusedSocket && STALE_REUSE.has(err.code ?? '');
+      if (stale && !again) this.send(url, addresses, true);
+      else this.fail(stale ? 'the connection was reset' : messageOf(err));
+    });
+    req.end(request.body);
+  }
+
+  /**
+   * The status decides; the rest of the answer drains in the background, capped in size (a
+   * connection read to its end goes back to the pool) and in time (the attempt's timer
+   * closes a connection whose answer never finishes).
+   */
+  private answered(res: http.IncomingMessage): void {
+    this.settle({ statusCode: res.statusCode ?? 0 });
+    let read = 0;
+    res.on('data', (chunk: Buffer) => {
+      read += chunk.length;
+      if (read >= MAX_RESPONSE_BYTES) res.destroy();
+    });
+    res.on('error', () => {});
+    res.on('close', () => clearTimeout(this.timer));
+  }
+}
+
+function timeUp(attempt: Attempt): void {
+  attempt.timedOut();
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -16,7 +16,7 @@ import {
   finishDelivery,
   releaseDeliveries,
 } from './outbox.js';
-import { sendAttempt } from './send.js';
+import { type SendOptions, sendAttempt } from './send.js';
 import { readTraceParents } from './trace.js';
 
 export interface DelivererOptions {
@@ -62,10 +62,13 @@ export class Deliverer {
   private readonly leaseMs: number;
   /** Connections kept open between attempts: a receiver's next delivery skips the handshake. */
   private readonly agents: Agents;
+  /** What every attempt is sent with, made once. */
+  private readonly sendOptions: SendOptions;
 
   constructor(private readonly options: DelivererOptions) {
     this.leaseMs = options.config.timeoutMs + LEASE_MARGIN_MS;
     this.agents = keepAliveAgents(options.config.concurrency);
+    this.sendOptions = { ...options, agents: this.agents, signal: this.stopping.signal };
     // Every attempt in flight listens for the stop.
     setMaxListeners(options.config.concurrency + 10, this.stopping.signal);
   }
@@ -106,6 +109,7 @@ export class Deliverer {
   private async pump(): Promise<void> {
     try {
       for (;;) {
+        if (this.delivered.length > 0) break; // their record claims for the slots (flushWaiting)
         this.again = false;
         const free = this.options.config.concurrency - this.inFlight.size;
         if (free <= 0 || this.closed) break;
@@ -128,6 +132,7 @@ export class Deliverer {
       this.options.log.warn({ err: coerceError(err) }, 'claiming webhook deliveries failed');
     } finally {
       this.claiming = false;
+      this.flushWaiting();
     }
   }
 
@@ -148,11 +153,7 @@ export class Deliverer {
 
   private async deliver(claim: ClaimedDelivery): Promise<void> {
     const { log, db, workerId } = this.options;
-    const outcome = await sendAttempt(claim, {
-      ...this.options,
-      agents: this.agents,
-      signal: this.stopping.signal,
-    });
+    const outcome = await sendAttempt(claim, this.sendOptions);
     if (!outcome) return; // stopped mid-attempt: the stop gives the delivery back uncounted
     // Any other outcome than delivered changes what is due (a failed delivery lets its webhook's
     // next go), which no claim has seen yet.
@@ -205,11 +206,12 @@ export class Deliverer {
   }
 
   /**
-   * Records the queued delivered outcomes and, unless a claim is under way, claims for the
-   * slots they free in the same statement.
+   * Records the queued delivered outcomes and claims for the slots they free, in one statement.
+   * One statement at a time: while a claim is under way they wait, and others join them.
    */
   private async flushDelivered(): Promise<void> {
     this.flushTimer = undefined;
+    if (this.claiming && !this.closed) return; // flushWaiting, once the claim ends
     const batch = this.delivered;
     this.delivered = [];
     const { db, workerId, config } = this.options;
@@ -240,12 +242,20 @@ export class Deliverer {
     } finally {
       if (claimHere) {
         this.claiming = false;
-        if (this.again) {
+        if (this.again && this.delivered.length === 0) {
           this.again = false;
           this.wake();
         }
+        this.flushWaiting();
       }
     }
+  }
+
+  /** Records, at once, outcomes that waited for a claim to end. */
+  private flushWaiting(): void {
+    if (this.delivered.length === 0 || this.flushTimer) return;
+    this.flushSoon = true;
+    this.flushTimer = setImmediate(() => void this.flushDelivered());
   }
 
   private wakeIn(ms: number): void {

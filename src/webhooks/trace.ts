@@ -1,4 +1,4 @@
-import { propagation } from '@opentelemetry/api';
+import { INVALID_SPAN_CONTEXT, propagation } from '@opentelemetry/api';
 import type { Executor } from '../db/types.js';
 import {
   contextOf,
@@ -37,8 +37,12 @@ export async function readTraceParents(
   for (const claim of claims) claim.trace_parent = byTask.get(claim.task_id) ?? null;
 }
 
+/** What an attempt records with tracing off: nothing (no URL parsed, no attributes built). */
+const NOT_RECORDING = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
 /** Starts the span of one attempt and adds its trace context to the request's headers. */
 export function startAttemptSpan(claim: ClaimedDelivery, headers: Record<string, string>): Span {
+  if (!tracingOn()) return NOT_RECORDING;
   const parent = contextOf(claim.trace_parent);
   let address: { host: string; port: number } | undefined;
   try {
