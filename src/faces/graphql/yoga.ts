@@ -10,6 +10,7 @@ import type { TaskService } from '../../tasks/service.js';
 import type { Context } from './builder.js';
 import { maskError, yogaLogger } from './errors.js';
 import { useCodedErrors, useHttpRules } from './http-rules.js';
+import { useHotOperationJit } from './jit.js';
 import { boundedParseCaches, type GraphQLLimits, limitPlugins } from './limits.js';
 import { type GraphQLObserver, useOperationMetrics } from './metrics-plugin.js';
 import { useNoSuggestions } from './no-suggestions.js';
@@ -75,6 +76,7 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
       ...(options.production ? [useNoSuggestions()] : []),
       useSharedEventResults(),
       ...(options.observer ? [useOperationMetrics(options.observer)] : []),
+      useHotOperationJit(),
       ...(options.plugins ?? []),
     ],
     parserAndValidationCache: boundedParseCaches(),
