@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { DURATION_MS, START, server, WARMUP_MS } from './common.js';
+import { alternate, DURATION_MS, START, server, WARMUP_MS } from './common.js';
 import { type LoadResult, load } from './load.js';
 import type { Child } from './processes.js';
 
@@ -101,4 +101,16 @@ export async function fleetRound(
     p99Ms: Math.max(...results.map((r) => r.p99Ms)),
     backends: await backends.stop(),
   };
+}
+
+/** Loads the fleets in turn (alternate's rounds); gives each one's better round by name. */
+export async function compareFleets(
+  token: string,
+  clients: number,
+  fleets: Array<[string, Fleet]>,
+): Promise<(name: string) => FleetRound> {
+  const runs = await alternate(
+    fleets.map(([name, fleet]) => [name, () => fleetRound(fleet, token, clients)]),
+  );
+  return (name) => runs.get(name) as FleetRound;
 }

@@ -1,17 +1,7 @@
 import pg from 'pg';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
-import {
-  alternate,
-  BASE_URL,
-  DB_NAME,
-  databaseUrl,
-  fmt,
-  out,
-  pool,
-  targets,
-  verdict,
-} from './common.js';
-import { type Fleet, type FleetRound, fleetRound, startFleet, stopFleet } from './fleet.js';
+import { BASE_URL, DB_NAME, databaseUrl, fmt, out, pool, targets, verdict } from './common.js';
+import { compareFleets, type Fleet, startFleet, stopFleet } from './fleet.js';
 
 /**
  * What the notify lock costs accept: 4 api processes × 16 clients starting no-op tasks, once
@@ -66,11 +56,10 @@ export async function notify(token: string): Promise<void> {
     fleets.push(shipped);
     const quiet = await startFleet('notify-quiet', PROCESSES, quietUrl, {});
     fleets.push(quiet);
-    const runs = await alternate([
-      ['as shipped', () => fleetRound(shipped, token, CLIENTS_PER_PROCESS)],
-      ['no NOTIFY', () => fleetRound(quiet, token, CLIENTS_PER_PROCESS)],
+    const get = await compareFleets(token, CLIENTS_PER_PROCESS, [
+      ['as shipped', shipped],
+      ['no NOTIFY', quiet],
     ]);
-    const get = (name: string) => runs.get(name) as FleetRound;
     const base = get('no NOTIFY');
     out(
       '| statements | accepted/s | slowest process p50 ms | slowest process p99 ms | vs no NOTIFY |',

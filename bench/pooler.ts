@@ -3,18 +3,8 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
-import {
-  alternate,
-  BASE_URL,
-  DB_NAME,
-  databaseUrl,
-  fmt,
-  out,
-  pool,
-  targets,
-  verdict,
-} from './common.js';
-import { type Fleet, type FleetRound, fleetRound, startFleet, stopFleet } from './fleet.js';
+import { BASE_URL, DB_NAME, databaseUrl, fmt, out, pool, targets, verdict } from './common.js';
+import { compareFleets, type Fleet, type FleetRound, startFleet, stopFleet } from './fleet.js';
 import { ROOT } from './processes.js';
 
 /**
@@ -51,11 +41,10 @@ export async function pooler(token: string): Promise<void> {
       DB_PREPARED_STATEMENTS: 'false',
     });
     contenders.push(viaPooler);
-    const runs = await alternate([
-      ['direct', () => fleetRound(direct, token, CLIENTS_PER_PROCESS)],
-      ['pgbouncer', () => fleetRound(viaPooler, token, CLIENTS_PER_PROCESS)],
+    const get = await compareFleets(token, CLIENTS_PER_PROCESS, [
+      ['direct', direct],
+      ['pgbouncer', viaPooler],
     ]);
-    const get = (name: string) => runs.get(name) as FleetRound;
     const base = get('direct');
     out(
       '| connections | accepted/s | slowest process p50 ms | slowest process p99 ms | peak backends | vs direct |',
