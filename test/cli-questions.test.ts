@@ -1,30 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineTaskKind } from '../src/tasks/kinds.js';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { runCli, runCliOnTerminal } from './helpers/cli.js';
+import { survey } from './helpers/survey-kind.js';
 
 /** A task that waits on several questions at once, through the `taskhandle` command. */
-
-const survey = defineTaskKind<Record<string, never>, unknown>({
-  name: 'survey',
-  description: 'asks for a name and an age at once',
-  inputSchema: { type: 'object' },
-  async run({ requestInputs }) {
-    const { name, age } = await requestInputs<{ name: { name: string }; age: { n: number } }>([
-      {
-        key: 'name',
-        message: 'Your name?',
-        schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-      },
-      {
-        key: 'age',
-        message: 'Your age?',
-        schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] },
-      },
-    ]);
-    return { name: name.name, age: age.n };
-  },
-});
 
 let t: TestApp;
 let alice: string;
@@ -90,6 +69,6 @@ describe('a task that asks several questions at once', () => {
     expect(occurrences(watched.stdout, 'asks: Your age?')).toBe(1);
     expect(watched.stdout).toContain(`taskhandle answer ${id} age '{"n":0}'`);
     const result = watched.stdout.match(/completed: (.*)/)?.[1];
-    expect(result && JSON.parse(result)).toEqual({ name: 'Ada', age: 36 });
+    expect(result && JSON.parse(result)).toMatchObject({ name: 'Ada', age: 36 });
   });
 });
