@@ -1,7 +1,8 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Executor, TaskRow } from '../../db/types.js';
 import type { InputRequest, TaskFailure, TaskStatus } from '../status.js';
-import { json, notifyChanged, notifyReady, withoutNotifyColumns } from './common.js';
+import { json, jsonText, notifyChanged, notifyReady, withoutNotifyColumns } from './common.js';
+import { recordOutcomes } from './outcomes.js';
 
 /**
  * The worker's queries. A claim is a lease: (worker_id, attempt) is its fencing token, and
@@ -133,7 +134,6 @@ async function fencedChange(
   lease: Lease,
   from: string,
   set: RawBuilder<unknown>,
-  wake = false,
 ): Promise<TaskRow | undefined> {
   const result = await sql<TaskRow>`
     with t as (
@@ -142,9 +142,7 @@ async function fencedChange(
         and status = ${from} and expires_at > now()
       returning *
     )
-    select t.*, ${notifyChanged} as notified${wake ? sql`, ${notifyReady} as ready` : sql.raw('')} from t`.execute(
-    db,
-  );
+    select t.*, ${notifyChanged} as notified from t`.execute(db);
   return withoutNotifyColumns(result.rows[0]);
 }
 
@@ -164,14 +162,12 @@ export function reportProgress(
   );
 }
 
-export function completeTask(db: Executor, id: string, lease: Lease, result: unknown) {
-  return fencedChange(
-    db,
-    id,
-    lease,
-    'working',
-    sql`status = 'completed', result = ${json(result ?? null)}, progress = 1, status_message = null, worker_id = null, lease_expires_at = null`,
-  );
+/** Completes the task (`recordOutcomes`' rule, for one task). */
+export async function completeTask(db: Executor, id: string, lease: Lease, result: unknown) {
+  const [row] = await recordOutcomes(db, [
+    { id, lease, ending: 'complete', result: jsonText(result ?? null) },
+  ]);
+  return row;
 }
 
 /** Fails the task; `from` is the status it must be in (a timeout may strike while it waits). */
@@ -205,33 +201,8 @@ export async function retryOrFail(
   failure: TaskFailure,
   delayMs: number,
 ): Promise<TaskRow | undefined> {
-  const result = await sql<TaskRow>`
-    with d as (
-      select now() + ${delayMs}::int * interval '1 millisecond' as at
-    ), r as (
-      select x.id, x.attempt < x.max_attempts and d.at < x.expires_at as again
-      from tasks x, d where x.id = ${id}::uuid
-    ), t as (
-      update tasks t set
-        last_error = ${json(failure)}, version = t.version + 1, last_updated_at = now(),
-        worker_id = null, lease_expires_at = null, input_request = null, input_requests = null,
-        status = case when r.again then 'working' else 'failed' end,
-        error = case when r.again then null else ${json(failure)} end,
-        hold = case when r.again then 'time' end,
-        run_at = case when r.again then date_trunc('milliseconds', d.at) else t.run_at end,
-        progress = case when r.again then null else t.progress end,
-        status_message = case when r.again then
-          'Attempt ' || t.attempt || ' of ' || t.max_attempts || ' failed (' || ${failure.code}::text
-          || '); the next runs at '
-          || to_char(d.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '.'
-          else t.status_message end
-      from d, r
-      where t.id = r.id and t.worker_id = ${lease.workerId} and t.attempt = ${lease.attempt}::int
-        and t.status = 'working' and t.expires_at > now()
-      returning t.*
-    )
-    select t.*, ${notifyChanged} as notified, ${notifyReady} as ready from t`.execute(db);
-  return withoutNotifyColumns(result.rows[0]);
+  const [row] = await recordOutcomes(db, [{ id, lease, ending: 'retry', failure, delayMs }]);
+  return row;
 }
 
 /**

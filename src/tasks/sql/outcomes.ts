@@ -12,9 +12,9 @@ export type Outcome =
   | { id: string; lease: Lease; ending: 'retry'; failure: TaskFailure; delayMs: number };
 
 /**
- * Records many outcomes in one statement, each row exactly as its single statement in
- * leases.ts would write it: `complete` as `completeTask`, `fail` as `failTask`, `retry` as
- * `retryOrFail`. Every row is fenced by its own lease (worker and attempt), WORKING and
+ * Records many outcomes in one statement: the rule of how an attempt ends, written once
+ * (leases.ts's `completeTask` and `retryOrFail` are this for one task; `fail` writes what its
+ * `failTask` writes for a running task, which also fails a waiting one). Every row is fenced by its own lease (worker and attempt), WORKING and
  * unexpired only; each changed row is announced (and a retried one wakes the runners). A
  * transaction that notifies holds Postgres's notify lock until its commit is flushed, so one
  * commit for many tasks is what lets a worker finish more than one task per WAL flush.
