@@ -27,19 +27,24 @@ function onTerminal(nodeEnv: string): Promise<string> {
   });
   let output = '';
   return new Promise<string>((resolve, reject) => {
+    // Cleared once settled: the test process goes on to other files (vitest isolate: false).
+    const timer = setTimeout(() => {
+      process.kill(-child.pid!, 'SIGKILL');
+      reject(new Error(`did not listen within 150 s: ${output}`));
+    }, 150_000);
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       // A terminal ends lines with \r\n, and `.` stops at \r.
       if (/taskhandle listening[^\n]*\n/.test(output)) {
+        clearTimeout(timer);
         process.kill(-child.pid!, 'SIGTERM');
         resolve(output);
       }
     });
-    child.once('close', () => reject(new Error(`exited before listening: ${output}`)));
-    setTimeout(() => {
-      process.kill(-child.pid!, 'SIGKILL');
-      reject(new Error(`did not listen within 150 s: ${output}`));
-    }, 150_000).unref();
+    child.once('close', () => {
+      clearTimeout(timer);
+      reject(new Error(`exited before listening: ${output}`));
+    });
   });
 }
 
