@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
-import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
+import { backend, freshDatabase, pgliteImage, type TestDatabase } from './helpers/db.js';
 import {
   alive,
   gqlAt,
@@ -45,14 +45,26 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-/** `npm start` on this run's backend: a fresh Postgres database, or PGlite in a fresh DATA_DIR. */
+/**
+ * `npm start` on this run's backend: a fresh Postgres database, or PGlite in a DATA_DIR of
+ * its own. That DATA_DIR is new and empty with `fresh` (the server runs initdb and every
+ * migration, as on a first start); else it holds the run's migrated database, as a server
+ * that ran before leaves it (initdb costs PGlite seconds of CPU, and only one test is about it).
+ */
 async function npmStart(
   env: Record<string, string> = {},
+  { fresh = false } = {},
 ): Promise<{ server: NpmStart; dataDir: string; databaseUrl: string | undefined }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'taskhandle-start-'));
   dirs.push(dataDir);
   const database = backend === 'pg' ? await freshDatabase() : undefined;
   if (database) databases.push(database);
+  if (backend === 'pglite' && !fresh) {
+    const seeded = await PGlite.create(join(dataDir, 'pgdata'), {
+      loadDataDir: await pgliteImage(),
+    });
+    await seeded.close();
+  }
   const server = await spawnNpmStart({
     AUTH_JWT_SECRET: SECRET,
     DATA_DIR: dataDir,
@@ -121,7 +133,7 @@ const count = (server: NpmStart, msg: string) => server.logs().filter((l) => l.m
 
 describe('npm start', { timeout: 180_000 }, () => {
   it('runs the server as one node process, a direct child of npm, and prints first a URL that answers', async () => {
-    const { server } = await npmStart();
+    const { server } = await npmStart({}, { fresh: true });
     // No shell and no tsx wrapper between npm and the server: a signal reaches it directly.
     expect(parentOf(server.nodePid)).toBe(server.npm.pid);
     const children = readFileSync(`/proc/${server.npm.pid}/task/${server.npm.pid}/children`, 'utf8')
