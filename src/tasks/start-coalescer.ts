@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { DatabaseUnavailable } from '../db/faults.js';
 import type { Executor } from '../db/types.js';
 import type { InsertOutcome } from './sql/insert.js';
@@ -35,6 +36,11 @@ interface Waiting {
 export class StartCoalescer {
   private busy = false;
   private readonly waiting: Waiting[] = [];
+  /**
+   * The context the coalesced writes run in: this object's, not that of the request whose
+   * write happened to end before them (its trace would otherwise own their statements).
+   */
+  private readonly scope = new AsyncResource('StartCoalescer');
 
   constructor(
     private readonly db: Executor,
@@ -44,13 +50,18 @@ export class StartCoalescer {
   /** Stores a prepared start; resolves once it is committed. */
   store(entry: PreparedStart): Promise<StoredStart> {
     return new Promise<StoredStart>((resolve, reject) => {
-      this.waiting.push({ entry, resolve, reject });
-      if (!this.busy) void this.drain();
+      const waiting = { entry, resolve, reject };
+      if (this.busy) {
+        this.waiting.push(waiting);
+        return;
+      }
+      this.busy = true;
+      // Nothing in flight: written alone at once, in its caller's context.
+      void alone(this.db, waiting).then(() => this.scope.runInAsyncScope(() => this.drain()));
     });
   }
 
   private async drain(): Promise<void> {
-    this.busy = true;
     try {
       while (this.waiting.length > 0) await this.write(this.waiting.splice(0, this.max));
     } finally {
