@@ -23,7 +23,8 @@ import type {
 } from './requests.js';
 import { retryTask } from './rerun.js';
 import { type Operation, SCOPE_OF } from './scopes.js';
-import { clampTtl, prepareStart, type StartContext, startBatch, storeStart } from './start.js';
+import { clampTtl, prepareStart, type StartContext, startBatch } from './start.js';
+import { StartCoalescer } from './start-coalescer.js';
 import { type Task, toTask, visible } from './task.js';
 import { checkId } from './validation.js';
 import { ownerFor } from './visibility.js';
@@ -41,6 +42,7 @@ export class TaskService {
   /** A task's webhooks after start (DESIGN §11), for the faces. */
   readonly webhooks: TaskWebhooks;
   private readonly audit: AuditLog;
+  private readonly starts: StartCoalescer;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -53,6 +55,7 @@ export class TaskService {
   ) {
     this.audit = new AuditLog(log);
     this.webhooks = new TaskWebhooks(db, webhookPolicy.allowPrivate);
+    this.starts = new StartCoalescer(db);
   }
 
   listKinds(): TaskKind[] {
@@ -116,7 +119,7 @@ export class TaskService {
       actor,
       'startTask',
       null,
-      () => storeStart(this.db, prepareStart(this.startContext(), actor, request)),
+      () => this.starts.store(prepareStart(this.startContext(), actor, request)),
       ({ task, created }) => [task.id, created ? 'created' : 'replayed'],
     );
   }

@@ -5,7 +5,7 @@ import { currentTraceParent } from '../tracing/tracer.js';
 import { type KindRegistry, validateAgainst } from './kinds.js';
 import { resolveManagedWork } from './managed.js';
 import { type Actor, MAX_BATCH_SIZE, type RetentionPolicy, type StartRequest } from './requests.js';
-import { insertTask, type NewTask } from './sql/insert.js';
+import { type InsertOutcome, insertTask, type NewTask } from './sql/insert.js';
 import { type Task, toTask } from './task.js';
 import { checkIdempotencyKey, checkLabels, checkPayload } from './validation.js';
 import { attachedAtStart, type NewWebhook } from './webhooks/store.js';
@@ -73,13 +73,31 @@ export function prepareStart(
   };
 }
 
+/** What storing a start answers: the task, and whether this call created it. */
+export interface StoredStart {
+  task: Task;
+  created: boolean;
+}
+
 /** Stores a prepared task on `db` (the process's pool, or a batch's transaction). */
-export async function storeStart(
-  db: Executor,
-  { task, webhook }: PreparedStart,
-): Promise<{ task: Task; created: boolean }> {
+export async function storeStart(db: Executor, entry: PreparedStart): Promise<StoredStart> {
+  return answerStart(await writeStart(db, entry));
+}
+
+/**
+ * Writes a prepared task on `db`; a refusal is left to {@link answerStart}, so that a
+ * transaction writing several starts goes on past one whose key was used for other input.
+ */
+export function writeStart(db: Executor, { task, webhook }: PreparedStart): Promise<InsertOutcome> {
   // With a webhook, the task, the webhook and its first delivery commit in one statement.
-  const outcome = await insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined);
+  return insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined);
+}
+
+/**
+ * The answer to a written start.
+ * @throws ServiceError IDEMPOTENCY_KEY_REUSED when the key's task has another kind or input
+ */
+export function answerStart(outcome: InsertOutcome): StoredStart {
   if (!outcome.created && !outcome.sameRequest) {
     throw new ServiceError(
       'IDEMPOTENCY_KEY_REUSED',
