@@ -82,7 +82,7 @@ export class Runner {
       log,
       leaseMs,
       progressThrottleMs: options.progressThrottleMs ?? 100,
-      outcomes: new OutcomeRecorder(db, leaseMs),
+      outcomes: new OutcomeRecorder(db, leaseMs, events),
       observer: options.observer,
       freed: () => {
         this.refill = true;
