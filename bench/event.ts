@@ -117,7 +117,7 @@ export async function event(token: string): Promise<void> {
   );
   out();
   out(
-    "Across two processes the path waits, in sequence, for the insert + notify (a durable commit), a NOTIFY hop to the worker, its claim (committed without waiting for the flush), its completion + notify (a durable commit) and a NOTIFY hop back to the api process, which reads the completed row once for all its subscribers; the api process answers the subscription's first read from the row it inserted. In one ROLE=all process with a slot free, the insert is the claim and the completion's row goes from its statement straight to the subscriber: two durable commits, no NOTIFY hop and no read. Profiles of the processes show them mostly idle during it: the time is spent waiting on Postgres, mostly on WAL flushes.",
+    "Across two processes the path waits, in sequence, for the insert + notify (a durable commit), a NOTIFY hop to the worker, its claim (committed without waiting for the flush), its completion + notify (a durable commit) and a NOTIFY hop back to the api process, which reads the completed row once for all its subscribers. In one ROLE=all process the completion's row goes from its statement straight to the subscriber (no NOTIFY hop back, no read), but the claim is still a statement of its own after the insert's NOTIFY: three round trips, two of them durable commits. No other claim shares the database with the outcome's commit: one that found fewer tasks than it asked for is followed by the next only once the outcome is written. Profiles of the processes show them mostly idle during it: the time is spent waiting on Postgres, mostly on WAL flushes.",
   );
   out();
   const allP50 = percentile(single.samples, 50);

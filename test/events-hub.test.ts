@@ -103,9 +103,10 @@ describe('the event hub', () => {
         (id) => findStoredTask(t.app.db.kysely, id),
         log,
       );
-      const heard = { ready: 0, deliveries: 0, hub, work };
+      const heard = { ready: 0, deliveries: 0, hub, work, versions: new Map<string, number>() };
       hub.onReady(() => heard.ready++);
       hub.onDeliveryDue(() => heard.deliveries++);
+      hub.onChange((id, version) => heard.versions.set(id, version));
       return heard;
     });
     await Promise.all(hubs.map((h) => h.hub.start({ work: h.work })));
@@ -113,20 +114,14 @@ describe('the event hub', () => {
       // News of a due delivery, then a task started (news of a queued task) that completes.
       await sql`select pg_notify(${DELIVERY_CHANNEL}, '')`.execute(t.app.db.kysely);
       const id = await start({ ms: 0 });
-      // Each hub hears of the completion; the news before it came first on the same connection,
-      // so by then each has heard all it will.
-      await Promise.all(
-        hubs.map(
-          (h) =>
-            new Promise<void>((resolve) => {
-              const off = h.hub.watch(id, (row) => {
-                if (row?.status === 'completed') {
-                  off();
-                  resolve();
-                }
-              });
-            }),
-        ),
+      // Each hub hears of the completion (which may come before startTask's answer); the news
+      // before it came first on the same connection, so by then each has heard all it will.
+      const completed = await eventually(async () => {
+        const row = await findStoredTask(t.app.db.kysely, id);
+        return row?.status === 'completed' ? row : undefined;
+      });
+      await eventually(async () =>
+        hubs.every((h) => h.versions.get(id) === completed.version) ? true : undefined,
       );
       const [api, worker] = hubs;
       expect(worker!.ready).toBeGreaterThan(0);

@@ -39,6 +39,8 @@ export class TaskEvents {
   private readonly changeHandlers = new Set<(id: string, version: number) => void>();
   private readonly deliveryHandlers = new Set<() => void>();
   private readonly rows: RowCache;
+  /** Tasks with a statement of this process in flight (see `writing`), and how many. */
+  private readonly writes = new Map<string, number>();
 
   constructor(
     private readonly listener: Listener,
@@ -93,6 +95,40 @@ export class TaskEvents {
   /** This process committed version `version` of task `id`: older cached state goes at once. */
   committed(id: string, version: number): void {
     this.rows.changed(id, version);
+  }
+
+  /**
+   * This process sends a statement that may change tasks `ids` and returns their rows: until
+   * `written`, a NOTIFY of theirs (it can arrive before the statement's answer) is not read.
+   */
+  writing(ids: readonly string[]): void {
+    for (const id of ids) this.writes.set(id, (this.writes.get(id) ?? 0) + 1);
+  }
+
+  /**
+   * The statement announced by `writing(ids)` is over; it committed `rows` (none if it failed).
+   * The watchers of each task here get its row now, as they would after its NOTIFY and a read,
+   * and that NOTIFY costs nothing (its version is delivered already); other processes still
+   * learn of the change by it. A final row is cached for the reads that follow (see
+   * `RowCache.committed`). A change announced meanwhile that is not in `rows` is read now.
+   */
+  written(ids: readonly string[], rows: readonly TaskRow[]): void {
+    for (const id of ids) {
+      const left = (this.writes.get(id) ?? 1) - 1;
+      if (left > 0) this.writes.set(id, left);
+      else this.writes.delete(id);
+    }
+    for (const row of rows) {
+      this.rows.committed(row);
+      const entry = this.watched.get(row.id);
+      if (!entry || row.version <= entry.delivered) continue;
+      entry.announced = Math.max(entry.announced, row.version);
+      this.deliver(entry, row.id, row);
+    }
+    for (const id of ids) {
+      const entry = this.watched.get(id);
+      if (entry && !this.writes.has(id) && entry.announced > entry.delivered) this.refresh(id);
+    }
   }
 
   /** Running totals of the row cache, for metrics (`/metrics`) and the benchmark. */
@@ -168,7 +204,19 @@ export class TaskEvents {
     const entry = this.watched.get(id);
     if (!entry || version <= entry.delivered) return;
     entry.announced = Math.max(entry.announced, version);
-    this.refresh(id);
+    if (!this.writes.has(id)) this.refresh(id);
+  }
+
+  /** Hands `row` (`undefined`: gone) to every watcher of the task. */
+  private deliver(entry: Watched, id: string, row: TaskRow | undefined): void {
+    entry.delivered = row?.version ?? entry.delivered;
+    for (const watcher of [...entry.watchers]) {
+      try {
+        watcher(row);
+      } catch (err) {
+        this.log.error({ err: coerceError(err), taskId: id }, 'task watcher threw');
+      }
+    }
   }
 
   private refresh(id: string): void {
@@ -184,16 +232,7 @@ export class TaskEvents {
     this.rows.read(id).then(
       (row) => {
         entry.reading = false;
-        if (!row || row.version > entry.delivered) {
-          entry.delivered = row?.version ?? entry.delivered;
-          for (const watcher of [...entry.watchers]) {
-            try {
-              watcher(row);
-            } catch (err) {
-              this.log.error({ err: coerceError(err), taskId: id }, 'task watcher threw');
-            }
-          }
-        }
+        if (!row || row.version > entry.delivered) this.deliver(entry, id, row);
         if (
           entry.again &&
           (entry.forced || entry.announced > entry.delivered) &&

@@ -94,6 +94,16 @@ export class RowCache {
     this.flights.delete(id);
   }
 
+  /**
+   * This process committed `row` (its statement returned it): anything older goes, and a final
+   * row is kept, since it never changes again. A row that is not final is not kept: a newer
+   * version committed elsewhere may have been announced before this one reached the cache.
+   */
+  committed(row: TaskRow): void {
+    this.changed(row.id, row.version);
+    if (final(row)) this.keep(row);
+  }
+
   /** The listening connection is up (again): rows not final may be kept from now on. */
   connected(): void {
     this.epoch++;

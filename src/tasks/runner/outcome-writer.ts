@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, TaskRow } from '../../db/types.js';
+import type { TaskEvents } from '../events/hub.js';
 import { jsonText } from '../sql/common.js';
 import type { Lease } from '../sql/leases.js';
 import { type Outcome, recordOutcomes } from '../sql/outcomes.js';
@@ -16,15 +17,20 @@ interface Pending {
 
 /**
  * The runner's outcomes (completions, failures, retries), batched without a timer: those that
- * arrive in the same turn of the event loop go out together at its end, and those that arrive
- * while a statement is in flight go together in the next one. No added delay at low load; at
- * high load, one commit for many tasks (see `recordOutcomes`).
+ * arrive while the code running now finishes (handlers started together, returning in one
+ * cascade of promise callbacks) go out together right after it, and those that arrive while a
+ * statement is in flight go together in the next one. No added delay at low load; at high
+ * load, one commit for many tasks (see `recordOutcomes`). The rows written go to this
+ * process's watchers at once (`TaskEvents.written`), before their NOTIFY comes back.
  */
 export class OutcomeWriter {
   private queue: Pending[] = [];
   private writing = false;
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly events?: TaskEvents,
+  ) {}
 
   /**
    * @returns the completed row; `undefined` when the lease no longer holds (nothing changed)
@@ -62,10 +68,11 @@ export class OutcomeWriter {
     return new Promise((resolve, reject) => {
       this.queue.push({ outcome, resolve, reject });
       if (this.writing) return;
-      // Wait out this turn of the event loop: tasks that finish on the same I/O event (a batch
-      // claimed together, quick handlers) go out in one statement, not one alone and the rest after.
+      // Let the code running now finish: tasks that finish on the same I/O event (a batch claimed
+      // together, quick handlers) go out in one statement, not one alone and the rest after. Not
+      // a whole turn of the event loop, which would also wait for every other callback ready in it.
       this.writing = true;
-      setImmediate(() => void this.flush());
+      process.nextTick(() => void this.flush());
     });
   }
 
@@ -73,9 +80,14 @@ export class OutcomeWriter {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, MAX_BATCH);
       try {
-        const written = await recordOutcomes(
-          this.db,
-          batch.map((p) => p.outcome),
+        const written = await writtenHere(
+          this.events,
+          batch.map((p) => p.outcome.id),
+          () =>
+            recordOutcomes(
+              this.db,
+              batch.map((p) => p.outcome),
+            ),
         );
         const rows = new Map(written.map((row) => [row.id, row]));
         for (const pending of batch) pending.resolve(rows.get(pending.outcome.id));
@@ -84,5 +96,24 @@ export class OutcomeWriter {
       }
     }
     this.writing = false;
+  }
+}
+
+/**
+ * Runs `write`, a statement that may change tasks `ids` and returns the rows it changed, and
+ * hands those rows to this process's watchers (see `TaskEvents.writing` and `written`).
+ */
+export async function writtenHere(
+  events: TaskEvents | undefined,
+  ids: readonly string[],
+  write: () => Promise<TaskRow[]>,
+): Promise<TaskRow[]> {
+  events?.writing(ids);
+  let rows: TaskRow[] = [];
+  try {
+    rows = await write();
+    return rows;
+  } finally {
+    events?.written(ids, rows);
   }
 }

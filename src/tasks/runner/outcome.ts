@@ -3,9 +3,10 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
+import type { TaskEvents } from '../events/hub.js';
 import { completeTask, failTask, type Lease, retryOrFail } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
-import { OutcomeWriter } from './outcome-writer.js';
+import { OutcomeWriter, writtenHere } from './outcome-writer.js';
 
 const CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 
@@ -69,11 +70,13 @@ function isPermanent(err: unknown): boolean {
 export class OutcomeRecorder {
   private readonly writer: OutcomeWriter;
 
+  /** @param events told of every row written, for this process's watchers (see `OutcomeWriter`) */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly leaseMs: number,
+    private readonly events?: TaskEvents,
   ) {
-    this.writer = new OutcomeWriter(db);
+    this.writer = new OutcomeWriter(db, events);
   }
 
   /**
@@ -89,7 +92,7 @@ export class OutcomeRecorder {
       // Permanent, for this result or another one in the batch: see which, alone.
     }
     try {
-      await this.retry(() => completeTask(this.db, id, lease, result), log);
+      await this.retry(() => this.alone(id, () => completeTask(this.db, id, lease, result)), log);
     } catch (thrown) {
       const err = coerceError(thrown);
       const failure: TaskFailure = {
@@ -105,7 +108,7 @@ export class OutcomeRecorder {
   async fail(id: string, lease: Lease, failure: TaskFailure, log: Logger): Promise<void> {
     await this.batchedElseAlone(
       () => this.writer.fail(id, lease, failure),
-      () => failTask(this.db, id, lease, failure),
+      () => this.alone(id, () => failTask(this.db, id, lease, failure)),
       log,
     );
   }
@@ -124,9 +127,21 @@ export class OutcomeRecorder {
   ): Promise<TaskRow | undefined> {
     return this.batchedElseAlone(
       () => this.writer.retryOrFail(id, lease, failure, delayMs),
-      () => retryOrFail(this.db, id, lease, failure, delayMs),
+      () => this.alone(id, () => retryOrFail(this.db, id, lease, failure, delayMs)),
       log,
     );
+  }
+
+  /** An outcome written alone (a batch was refused): its row goes to the watchers, as a batch's. */
+  private async alone(
+    id: string,
+    write: () => Promise<TaskRow | undefined>,
+  ): Promise<TaskRow | undefined> {
+    const [row] = await writtenHere(this.events, [id], async () => {
+      const row = await write();
+      return row ? [row] : [];
+    });
+    return row;
   }
 
   /** Writes a failure in the batch, or alone if the batch was refused; never throws. */

@@ -62,6 +62,14 @@ export class Runner {
   private readonly prefetch: number;
   /** A slot freed since the last claim: the runner is draining, so the queue is refilled. */
   private refill = false;
+  /**
+   * The last claim took fewer tasks than it asked for: it found every claimable one, and a task
+   * that becomes claimable later announces itself (NOTIFY, a due time, the backstop). A handler
+   * that returns then asks for its next claim once its outcome is written, not at once: the claim
+   * would most likely find nothing, and it would share the database with the outcome's commit,
+   * which the task's subscribers are waiting for.
+   */
+  private exhausted = false;
   private readonly taskOptions: RunningTaskOptions;
 
   constructor(private readonly options: RunnerOptions) {
@@ -82,24 +90,31 @@ export class Runner {
       log,
       leaseMs,
       progressThrottleMs: options.progressThrottleMs ?? 100,
-      outcomes: new OutcomeRecorder(db, leaseMs),
+      outcomes: new OutcomeRecorder(db, leaseMs, events),
       observer: options.observer,
-      freed: () => {
-        this.refill = true;
+      freed: (returned) => {
         this.startQueued();
+        if (returned && this.exhausted) return; // see `ended`
+        this.refill = true;
         this.wake();
       },
       scheduled: (at) => this.wakeAt(at),
       ended: (task) => {
         if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
+        if (this.exhausted) {
+          this.refill = true;
+          this.wake();
+        }
       },
     };
   }
 
   start(): void {
     const { events, leaseMs } = this.options;
-    this.unsubscribe.push(events.onReady((kind) => this.kindNames.includes(kind) && this.wake()));
-    this.unsubscribe.push(events.onReconnect(() => this.wake()));
+    this.unsubscribe.push(
+      events.onReady((kind) => this.kindNames.includes(kind) && this.announced()),
+    );
+    this.unsubscribe.push(events.onReconnect(() => this.announced()));
     const backstopMs = this.options.backstopMs ?? Math.min(2_000, Math.max(50, leaseMs / 3));
     this.backstopTimer = setInterval(() => this.backstop(), backstopMs);
     this.leases.start();
@@ -138,6 +153,12 @@ export class Runner {
     }
   }
 
+  /** More tasks may be claimable than the last claim found: claims now. */
+  private announced(): void {
+    this.exhausted = false;
+    this.wake();
+  }
+
   /** Starts a claim pass now (or right after the one in progress). */
   wake(): void {
     if (this.stopping) return;
@@ -165,7 +186,7 @@ export class Runner {
     this.dueTimer = setTimeout(
       () => {
         this.dueAt = Number.POSITIVE_INFINITY;
-        this.wake();
+        this.announced();
       },
       Math.min(2 ** 31 - 1, Math.max(5, at - Date.now() + 5)),
     );
@@ -173,8 +194,10 @@ export class Runner {
 
   private async claimLoop(): Promise<void> {
     const { db, workerId, concurrency, leaseMs, log } = this.options;
-    // Let this turn of the event loop finish first: slots freed together are claimed together.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    // Let the code running now finish first (the handlers returning, the notifications read
+    // from one packet): slots freed together are claimed together. Not a whole turn of the event
+    // loop: that would also wait for every other callback ready in it.
+    await new Promise<void>((resolve) => process.nextTick(resolve));
     // Claim for free slots, or to refill a draining queue. A wake while every slot is busy
     // claims nothing more: a task started meanwhile is claimed by priority with the others
     // once a slot frees, not queued behind what happened to be ready first.
@@ -204,9 +227,11 @@ export class Runner {
         return;
       }
       this.options.observer?.claimed(rows, (Date.now() - claimedAt) / 1000);
+      // Fewer than asked for: none is left for another claim to find now.
+      this.exhausted = rows.length < room;
       this.queue.push(rows, claimedAt);
       this.startQueued();
-      if (rows.length === 0) return;
+      if (this.exhausted) return;
     }
   }
 
@@ -214,7 +239,7 @@ export class Runner {
     void failLostTasks(this.options.db).catch((err: unknown) =>
       this.options.log.warn({ err: coerceError(err) }, 'failing lost tasks failed'),
     );
-    this.wake();
+    this.announced();
   }
 
   /** @param leaseFrom when the lease's last renewal (or its claim) was sent */

@@ -23,8 +23,8 @@ export interface RunningTaskOptions {
   leaseMs: number;
   progressThrottleMs: number;
   outcomes: OutcomeRecorder;
-  /** The task stopped taking a slot: it waits for input now, or its handler returned. */
-  freed(): void;
+  /** The task stopped taking a slot: its handler returned (`true`), or it waits for input. */
+  freed(returned: boolean): void;
   /** The handler is done and everything the task held is let go. */
   ended(task: RunningTask): void;
   /** A failed attempt was rescheduled: the task is due again at `at` (epoch ms). */
@@ -214,7 +214,7 @@ export class RunningTask {
     if (this.returned) return;
     this.returned = true;
     this.unwatch();
-    this.options.freed();
+    this.options.freed(true);
   }
 
   /** Records a failed attempt: retried with backoff while the policy allows, else failed. */
@@ -272,7 +272,7 @@ export class RunningTask {
     this.timeout.pause();
     return new Promise<Record<string, unknown>>((resolve, reject) => {
       this.waitingFor = { keys, resolve };
-      this.options.freed();
+      this.options.freed(false);
       signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       asked.then(
         (row) => {
