@@ -46,8 +46,12 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
   return Array.isArray(value) ? value.join(', ') : value;
 };
 
+/** The SDK's guards, run only where they can pass: each is a schema parse. */
 const isResponse = (message: JSONRPCMessage) =>
-  isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message);
+  ('result' in message || 'error' in message) &&
+  (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message));
+const isInitialize = (message: JSONRPCMessage) =>
+  'method' in message && message.method === 'initialize' && isInitializeRequest(message);
 
 /** A POST's stream and the requests whose answers it waits for. */
 interface RequestStream {
@@ -122,7 +126,7 @@ export class SessionTransport implements Transport {
       return this.refuse(res, 400, -32700, 'Parse error: Invalid JSON-RPC message');
     }
 
-    if (messages.some(isInitializeRequest)) {
+    if (messages.some(isInitialize)) {
       if (this.initialized && this.sessionId !== undefined) {
         return this.refuse(res, 400, -32600, 'Invalid Request: Server already initialized');
       }
