@@ -2,6 +2,7 @@ import {
   alternate,
   CONCURRENCY,
   DURATION_MS,
+  fmt,
   out,
   row,
   START,
@@ -11,11 +12,14 @@ import {
   verdict,
   WARMUP_MS,
 } from './common.js';
-import { load } from './load.js';
+import { type LoadOptions, type LoadResult, load } from './load.js';
+import type { Child } from './processes.js';
 
 /**
  * `tools/call` with `task` on /mcp beside `startTask` over GraphQL, on one api process in the
- * same run: both validate, insert and commit a task before answering.
+ * same run: both validate, insert and commit a task before answering. Beside the rate, the
+ * api process's CPU a request (warm-up included, every answer counted): on two shared cores
+ * the rate swings with the load of the machine, the CPU a request much less.
  */
 
 const PROTOCOL = '2025-11-25';
@@ -52,6 +56,25 @@ async function openSession(url: string, token: string): Promise<string> {
   return session;
 }
 
+type Measured = LoadResult & { cpuMs: number };
+
+/** `load` with the api process's CPU over the whole of it, divided by every answer it gave. */
+async function measured(api: Child, options: LoadOptions): Promise<Measured> {
+  let answers = 0;
+  const check = options.check!;
+  const before = await api.ask<{ user: number; system: number }>('cpu');
+  const result = await load({
+    ...options,
+    check: (status, text) => {
+      answers++;
+      return check(status, text);
+    },
+  });
+  const after = await api.ask<{ user: number; system: number }>('cpu');
+  const cpuMs = (after.user - before.user + after.system - before.system) / 1000 / answers;
+  return { ...result, cpuMs };
+}
+
 export async function mcp(token: string): Promise<void> {
   out('## MCP: `tools/call` with `task` against `startTask` over GraphQL, 16 concurrent clients');
   out();
@@ -65,7 +88,7 @@ export async function mcp(token: string): Promise<void> {
         [
           'graphql',
           () =>
-            load({
+            measured(api, {
               url: `${api.url}/graphql`,
               method: 'POST',
               headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
@@ -82,7 +105,7 @@ export async function mcp(token: string): Promise<void> {
         [
           'mcp',
           () =>
-            load({
+            measured(api, {
               url: `${api.url}/mcp`,
               method: 'POST',
               headers: {
@@ -109,17 +132,15 @@ export async function mcp(token: string): Promise<void> {
       ],
       truncate,
     );
-    const g = results.get('graphql')!;
-    out('| contender | requests/s | p50 ms | p99 ms | vs GraphQL |');
-    out('| --- | ---: | ---: | ---: | ---: |');
-    out(row('`startTask` over GraphQL (taskhandle, ROLE=api)', g, g));
+    const g = results.get('graphql') as Measured;
+    const m = results.get('mcp') as Measured;
+    const cpu = (r: Measured) => ` ${fmt(r.cpuMs, 3)} | ${(r.cpuMs / g.cpuMs).toFixed(2)}× |`;
     out(
-      row(
-        '`tools/call` with `task` on /mcp, one session (taskhandle, ROLE=api)',
-        results.get('mcp')!,
-        g,
-      ),
+      '| contender | requests/s | p50 ms | p99 ms | vs GraphQL | api CPU ms a request | vs GraphQL |',
     );
+    out('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+    out(row('`startTask` over GraphQL (taskhandle, ROLE=api)', g, g) + cpu(g));
+    out(row('`tools/call` with `task` on /mcp, one session (taskhandle, ROLE=api)', m, g) + cpu(m));
     out();
     out(
       'Both answer once the task is committed. The MCP answer is a Server-Sent Events stream (the transport keeps the response stream open for questions to the client), read to its end.',

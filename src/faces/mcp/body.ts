@@ -7,13 +7,11 @@ export type ParsedBody = { ok: true; value: unknown } | { ok: false };
 /**
  * Reads a POST body as JSON under the server's body limit (`readBody`: past it,
  * PayloadTooLarge, which the server answers 413), refusing what is not `application/json`
- * (415) before reading a byte. The read body is left on the request as `rawBody`, where the
- * SDK's transport looks for a body already consumed.
+ * (415) before reading a byte.
  */
 export async function readJsonBody(req: IncomingMessage): Promise<ParsedBody> {
   requireJsonType(req, 'Send JSON-RPC as application/json.');
   const raw = await readBody(req);
-  (req as IncomingMessage & { rawBody?: Buffer }).rawBody = raw;
   try {
     return { ok: true, value: JSON.parse(raw.toString('utf8')) };
   } catch {

@@ -166,8 +166,7 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
       extra: { principal },
     };
     res.once('close', session.use(method !== 'GET'));
-    (req as IncomingMessage & { auth?: AuthInfo }).auth = authInfo;
-    await session.transport.handleRequest(req, res, body);
+    await session.transport.handleRequest(req, res, body, authInfo);
   }
 
   function refuse(req: IncomingMessage, res: ServerResponse, err: unknown): void {

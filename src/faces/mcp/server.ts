@@ -86,6 +86,8 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
     jsonSchemaValidator: validator,
   });
   server.onerror = (err) => log.debug({ err }, 'MCP transport');
+  // The kinds are fixed when the service is built; listing them sorts them, once per call.
+  const toolNames = new Set(tasks.listKinds().map((kind) => kind.name));
 
   /** Runs a handler, turning what it throws into the §9 JSON-RPC errors. */
   const guarded =
@@ -143,7 +145,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
     CallToolRequestSchema,
     guarded('tools/call', async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
       const { name, arguments: input, task: taskParams, _meta: meta } = request.params;
-      if (!tasks.listKinds().some((kind) => kind.name === name)) {
+      if (!toolNames.has(name)) {
         throw new RpcError(-32602, `Unknown tool ${JSON.stringify(name)}.`);
       }
       let started: Awaited<ReturnType<TaskService['start']>>;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Logger } from 'pino';
 import { coerceError } from '../../errors.js';
+import { SessionTransport } from './transport.js';
 
 /** One MCP session: its transport and server, the principal that opened it, and its use. */
 export class Session {
@@ -12,7 +12,7 @@ export class Session {
 
   constructor(
     readonly owner: string,
-    readonly transport: StreamableHTTPServerTransport,
+    readonly transport: SessionTransport,
     readonly server: Server,
   ) {}
 
@@ -117,7 +117,7 @@ export class Sessions {
     if (this.closed) throw new Error('MCP sessions are closed');
     const { log } = this.options;
     let session: Session | undefined;
-    const transport = new StreamableHTTPServerTransport({
+    const transport = new SessionTransport({
       sessionIdGenerator: randomUUID,
       onsessioninitialized: (id) => {
         if (session) this.open.set(id, session);
