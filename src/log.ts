@@ -10,42 +10,13 @@ function readable(production: boolean): boolean {
   return process.stdout.isTTY === true && !production;
 }
 
-/** JSON lines gathered before one write to stdout. */
-const LOG_BUFFER_BYTES = 4096;
-/** The longest a line waits for others before it is written. */
-const LOG_FLUSH_MS = 100;
-
 /**
- * stdout for JSON lines, written in batches: a write of its own for each line cost a busy
- * worker an eighth of its time (a hop to libuv's thread pool and back per line). Lines
- * gather up to LOG_BUFFER_BYTES, and none waits more than LOG_FLUSH_MS: the first line after
- * a flush arms one timer, so an idle process sets none. What is still gathered when the
- * process exits, `process.exit` and a crash included, pino writes synchronously then.
+ * The process's logger at `LOG_LEVEL`. JSON lines on stdout are written asynchronously:
+ * under load those that queue behind a write in flight go out together in the next one,
+ * instead of one blocking write per line on the event loop (a request line and an audit
+ * line per request were a sixth of a busy server's time). pino flushes what is queued on
+ * exit, `process.exit` included.
  */
-class BatchedStdout {
-  private readonly sonic = pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES });
-  private timer: NodeJS.Timeout | undefined;
-
-  write(line: string): void {
-    this.sonic.write(line);
-    if (this.timer !== undefined) return;
-    this.timer = setTimeout(flushLater, LOG_FLUSH_MS, this);
-    this.timer.unref();
-  }
-
-  /** Writes what is gathered now (pino's `logger.flush`). */
-  flush(done?: (err?: Error) => void): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.sonic.flush(done);
-  }
-}
-
-function flushLater(stdout: BatchedStdout): void {
-  stdout.flush();
-}
-
-/** The process's logger at `LOG_LEVEL`: JSON lines on stdout, batched (see BatchedStdout). */
 export function createLogger(config: Pick<Config, 'logLevel' | 'production'>): Logger {
   const level = config.logLevel;
   if (readable(config.production))
@@ -61,5 +32,5 @@ export function createLogger(config: Pick<Config, 'logLevel' | 'production'>): L
         },
       },
     });
-  return pino({ level }, new BatchedStdout());
+  return pino({ level }, pino.destination({ dest: 1, sync: false }));
 }
