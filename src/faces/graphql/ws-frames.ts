@@ -1,6 +1,5 @@
 import type { ExecutionResult } from 'graphql';
-import type { WebSocket } from 'ws';
-import { sendFrame } from './ws-socket.js';
+import type { Connection } from './ws-socket.js';
 
 /**
  * A `next` payload's JSON by result object. Subscribers that share an event, a document and a
@@ -32,8 +31,9 @@ export function nextFrame(id: string, result: ExecutionResult): string {
 /**
  * A subscription's results written to its socket as `next` frames by the subscription itself,
  * handed to graphql-ws in place of the results. graphql-ws iterates it once: the one `next()`
- * writes every result (each after the previous frame is written, as graphql-ws waits) and
- * resolves at the stream's end, after which graphql-ws sends `complete` as before; what the
+ * writes every result (waiting only while the socket's buffer is full) and
+ * resolves at the stream's end, after which graphql-ws sends `complete` as before (in the same
+ * write as a final `next`, see `Connection.write`); what the
  * stream throws reaches graphql-ws, which sends `error` as before; a client's `complete` or
  * the socket's close reaches `return()`, after which no frame is written.
  */
@@ -43,14 +43,15 @@ export class FrameWriter implements AsyncIterableIterator<never> {
   constructor(
     private readonly results: AsyncIterator<ExecutionResult>,
     private readonly id: string,
-    private readonly socket: WebSocket,
+    private readonly connection: Connection,
   ) {}
 
   async next(): Promise<IteratorResult<never>> {
     for (;;) {
       const step = await this.results.next();
       if (step.done || this.returned) return { done: true, value: undefined };
-      await sendFrame(this.socket, nextFrame(this.id, step.value));
+      const written = this.connection.write(nextFrame(this.id, step.value));
+      if (written) await written;
     }
   }
 

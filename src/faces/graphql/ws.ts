@@ -3,7 +3,7 @@ import { type ExecutionArgs, type ExecutionResult, GraphQLError } from 'graphql'
 import { CloseCode } from 'graphql-ws';
 import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import { type WebSocket, WebSocketServer } from 'ws';
+import { WebSocketServer } from 'ws';
 import { authenticate } from '../../auth/authenticate.js';
 import type { Principal } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
@@ -11,7 +11,7 @@ import type { Limits } from '../../config.js';
 import { coerceError } from '../../errors.js';
 import type { Context } from './builder.js';
 import { FrameWriter } from './ws-frames.js';
-import { serveGraphqlWs } from './ws-socket.js';
+import { type Connection, serveGraphqlWs } from './ws-socket.js';
 import type { ServerContext } from './yoga.js';
 
 type Extra = {
@@ -45,6 +45,10 @@ async function settle<T>(run: () => T | Promise<T>, log: Logger): Promise<T | Ex
   }
 }
 
+/** A token's end closes its socket (a function, not a closure per socket). */
+const expire = (connection: Connection) =>
+  connection.close(CloseCode.Forbidden, 'Forbidden: token expired');
+
 type Enveloped = ReturnType<YogaServerInstance<ServerContext, Context>['getEnveloped']>;
 
 /** What an operation's `rootValue` carries from onSubscribe to execute or subscribe. */
@@ -52,18 +56,18 @@ interface Operation {
   execute: Enveloped['execute'];
   subscribe: Enveloped['subscribe'];
   id: string;
-  socket: WebSocket;
+  connection: Connection;
 }
 
 /** A subscription's results, written as frames by the subscription (ws-frames.ts). */
 async function subscribe(args: ExecutionArgs, log: Logger) {
-  const { subscribe, id, socket } = args.rootValue as Operation;
+  const { subscribe, id, connection } = args.rootValue as Operation;
   const result = await settle(() => subscribe(args), log);
   return isAsyncIterable(result)
     ? new FrameWriter(
         (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator](),
         id,
-        socket,
+        connection,
       )
     : result;
 }
@@ -99,12 +103,8 @@ export function attachWebSockets(
         if (!principal) return false; // graphql-ws closes with 4403 Forbidden
         ctx.extra.principal = principal;
         if (principal.expiresAt !== undefined) {
-          const socket = ctx.extra.socket;
           const ms = Math.min(2 ** 31 - 1, principal.expiresAt - Date.now());
-          ctx.extra.expiry = setTimeout(
-            () => socket.close(CloseCode.Forbidden, 'Forbidden: token expired'),
-            Math.max(0, ms),
-          );
+          ctx.extra.expiry = setTimeout(expire, Math.max(0, ms), ctx.extra);
         }
         return true;
       },
@@ -139,7 +139,7 @@ export function attachWebSockets(
               execute: enveloped.execute,
               subscribe: enveloped.subscribe,
               id,
-              socket: ctx.extra.socket,
+              connection: ctx.extra,
             } satisfies Operation,
           };
           return args;
