@@ -44,13 +44,15 @@ export function useSharedEventResults(): Plugin<Context> {
     }
     return result;
   };
+  // One function for every subscription: what envelop holds per subscriber stays small.
+  const subscribe = async (args: ExecutionArgs) => {
+    const source = await createSourceEventStream(args);
+    if (!isAsyncIterable(source)) return source;
+    return new EventResults(source[Symbol.asyncIterator](), args, viewerKey(args), resultOf);
+  };
   return {
     onSubscribe({ setSubscribeFn }) {
-      setSubscribeFn(async (args: ExecutionArgs) => {
-        const source = await createSourceEventStream(args);
-        if (!isAsyncIterable(source)) return source;
-        return new EventResults(source[Symbol.asyncIterator](), args, viewerKey(args), resultOf);
-      });
+      setSubscribeFn(subscribe);
     },
   };
 }

@@ -100,6 +100,9 @@ export function attachWebSockets(
             ? `Bearer ${raw}`
             : (raw as string | undefined);
         const { principal } = await authenticate(verifier, header);
+        // The socket holds the principal, not the bearer token, for as long as it is open.
+        if (ctx.connectionParams)
+          delete (ctx.connectionParams as { authorization?: unknown }).authorization;
         if (!principal) return false; // graphql-ws closes with 4403 Forbidden
         ctx.extra.principal = principal;
         if (principal.expiresAt !== undefined) {
