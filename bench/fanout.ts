@@ -185,7 +185,7 @@ export async function fanout(token: string): Promise<void> {
     );
     out();
     out(
-      `Delivery is timed from sending \`cancelTask\` (floor: from telling the server to send) to each socket's CANCELLED frame, as read by one client process holding all the sockets (its reading is included). Server RSS went ${fmt(before.rss / 2 ** 20, 1)} → ${fmt(after.rss / 2 ** 20, 1)} MiB. The row is read once and each viewer's result computed once; what remains per subscriber is graphql-ws's loop and framing, two async-iterator hops, and one socket write — in a CPU profile of the delivery, the socket writes (\`writev\`) are the largest part, then garbage collection and graphql-ws.`,
+      `Delivery is timed from sending \`cancelTask\` (floor: from telling the server to send) to each socket's CANCELLED frame, as read by one client process holding all the sockets (its reading is included). Server RSS went ${fmt(before.rss / 2 ** 20, 1)} → ${fmt(after.rss / 2 ** 20, 1)} MiB. The row is read once, each viewer's result computed once and serialized once (src/faces/graphql/ws-frames.ts); what remains per subscriber is the subscription's async-iterator hops (the hub's, envelop's plugin hooks, the frame writer's), the frame's id spliced into the shared payload, and one socket write carrying both the final \`next\` and \`complete\` — in a CPU profile of the delivery, the socket writes (\`writev\`) are the largest part, then garbage collection.`,
     );
     out();
     const p99 = percentile(latencies, 99);

@@ -176,4 +176,12 @@ describe('subscription frames', () => {
     ]);
     s.ws.close();
   });
+
+  it('closes with 4408 a socket that sends no connection_init within 3 s', async () => {
+    const s = new RawSocket();
+    const closed = new Promise<[number, string]>((resolve) =>
+      s.ws.once('close', (code, reason) => resolve([code, String(reason)])),
+    );
+    expect(await closed).toEqual([4408, 'Connection initialisation timeout']);
+  });
 });

@@ -24,6 +24,8 @@ const internalError = (err: unknown) => {
 };
 
 const uncork = (connection: Connection) => connection.uncork();
+const initTimeout = (connection: Connection) =>
+  connection.close(CloseCode.ConnectionInitialisationTimeout, 'Connection initialisation timeout');
 
 /**
  * One socket as graphql-ws's server sees it (`send`, `close`, `onMessage`), and its `ctx.extra`.
@@ -34,6 +36,8 @@ export class Connection {
   handle: ((data: string) => Promise<void>) | undefined;
   /** graphql-ws's handler of this socket's close. */
   closed: ((code: number, reason: string) => Promise<void>) | undefined;
+  /** Until `connection_init` arrives (graphql-ws's `connectionInitWaitTimeout`). */
+  initWait: NodeJS.Timeout | undefined;
   private corked = false;
 
   constructor(
@@ -102,7 +106,8 @@ export class Connection {
  * - `ctx.extra` is the socket's `Connection`, not the upgrade request and its headers;
  * - one timer pings every socket each `keepAliveMs` and terminates those that did not answer
  *   the previous ping, instead of an interval, a timeout and a listener per socket;
- * - listeners are shared, not made per socket;
+ * - listeners are shared, not made per socket, and the connection_init timer goes once
+ *   connection_init arrives;
  * - a client that sends a message only a server may send is closed with 4400 (graphql-ws
  *   throws on those, and its glue answered the throw with 4500 and the error's message: a
  *   client's mistake reported as the server's).
@@ -114,7 +119,9 @@ export function serveGraphqlWs<P extends Record<string, unknown> | undefined, E>
   log: Logger,
   keepAliveMs = 12_000,
 ): { dispose(): Promise<void> } {
-  const server = makeServer(options);
+  // The init timeout is kept here, so that a socket's timer goes once connection_init arrives.
+  const initWaitMs = options.connectionInitWaitTimeout ?? 3_000;
+  const server = makeServer({ ...options, connectionInitWaitTimeout: 0 });
   wss.options.handleProtocols = handleProtocols;
   const connections = new WeakMap<WebSocket, Connection>();
   /** Sockets pinged by the last sweep that have not answered yet. */
@@ -144,14 +151,21 @@ export function serveGraphqlWs<P extends Record<string, unknown> | undefined, E>
   }
   function onMessage(this: WebSocket, data: RawData) {
     const text = String(data);
-    if (SERVER_ONLY.has(messageType(text) as string))
+    const type = messageType(text);
+    if (SERVER_ONLY.has(type as string))
       return this.close(CloseCode.BadRequest, 'Invalid message received');
-    const handle = connections.get(this)?.handle;
-    handle?.(text).catch((err: unknown) => fail(this, err));
+    const connection = connections.get(this);
+    if (!connection) return;
+    if (type === 'connection_init' && connection.initWait) {
+      clearTimeout(connection.initWait);
+      connection.initWait = undefined;
+    }
+    connection.handle?.(text).catch((err: unknown) => fail(this, err));
   }
   function onClose(this: WebSocket, code: number, reason: Buffer) {
-    connections
-      .get(this)
+    const connection = connections.get(this);
+    clearTimeout(connection?.initWait);
+    connection
       ?.closed?.(code, String(reason))
       .catch((err: unknown) =>
         log.error({ err: coerceError(err) }, 'unexpected error closing a WebSocket'),
@@ -170,6 +184,8 @@ export function serveGraphqlWs<P extends Record<string, unknown> | undefined, E>
     socket.once('close', onClose);
     const connection = new Connection(socket, request.socket);
     connections.set(socket, connection);
+    if (initWaitMs > 0 && Number.isFinite(initWaitMs))
+      connection.initWait = setTimeout(initTimeout, initWaitMs, connection);
     connection.closed = server.opened(connection, connection as E & Connection);
   });
 

@@ -10,13 +10,13 @@ import type { TokenVerifier } from '../../auth/tokens.js';
 import type { Limits } from '../../config.js';
 import { coerceError } from '../../errors.js';
 import type { Context } from './builder.js';
+import { Deadlines } from './ws-expiry.js';
 import { FrameWriter } from './ws-frames.js';
 import { type Connection, serveGraphqlWs } from './ws-socket.js';
 import type { ServerContext } from './yoga.js';
 
 type Extra = {
   principal?: Principal;
-  expiry?: NodeJS.Timeout;
 };
 
 const unexpected = () =>
@@ -45,7 +45,7 @@ async function settle<T>(run: () => T | Promise<T>, log: Logger): Promise<T | Ex
   }
 }
 
-/** A token's end closes its socket (a function, not a closure per socket). */
+/** A token's end closes its socket. */
 const expire = (connection: Connection) =>
   connection.close(CloseCode.Forbidden, 'Forbidden: token expired');
 
@@ -91,6 +91,7 @@ export function attachWebSockets(
     path: '/graphql',
     maxPayload: limits.wsMaxPayloadBytes,
   });
+  const deadlines = new Deadlines(expire);
   const disposable = serveGraphqlWs<Record<string, unknown> | undefined, Extra>(
     {
       onConnect: async (ctx) => {
@@ -105,13 +106,10 @@ export function attachWebSockets(
           delete (ctx.connectionParams as { authorization?: unknown }).authorization;
         if (!principal) return false; // graphql-ws closes with 4403 Forbidden
         ctx.extra.principal = principal;
-        if (principal.expiresAt !== undefined) {
-          const ms = Math.min(2 ** 31 - 1, principal.expiresAt - Date.now());
-          ctx.extra.expiry = setTimeout(expire, Math.max(0, ms), ctx.extra);
-        }
+        if (principal.expiresAt !== undefined) deadlines.add(ctx.extra, principal.expiresAt);
         return true;
       },
-      onClose: (ctx) => clearTimeout(ctx.extra.expiry),
+      onClose: (ctx) => deadlines.delete(ctx.extra),
       onSubscribe: async (ctx, id, payload) => {
         // graphql-ws's own registry of the socket's operations, this one included: a client's
         // `complete` leaves it at once, so the count is never stale.
