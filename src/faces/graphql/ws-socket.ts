@@ -49,11 +49,15 @@ export class Connection {
     return this.socket.protocol;
   }
 
-  /** Sends one text frame; resolves once written (as graphql-ws's own glue does). */
+  /**
+   * Sends one text frame; resolves once written (as graphql-ws's own glue does). What `write`
+   * held back leaves with it: graphql-ws's `complete` ends a final `next`'s wait.
+   */
   send(data: string): Promise<void> {
     return new Promise((resolve, reject) => {
       if (this.socket.readyState !== WebSocket.OPEN) return resolve();
       this.socket.send(data, (err) => (err ? reject(err) : resolve()));
+      this.uncork();
     });
   }
 
@@ -66,9 +70,9 @@ export class Connection {
   }
 
   /**
-   * Sends one text frame without waiting for it to be written. Frames sent to this socket in
-   * the same tick leave in one write (a final `next` and graphql-ws's `complete` after it):
-   * a write, not a frame, is what a socket costs the process. Resolves at once unless the
+   * Sends one text frame without waiting for it to be written. It leaves at the end of the
+   * tick, or with the next frame `send` writes: a final `next` and graphql-ws's `complete`
+   * after it leave in one write, and a write, not a frame, is what a socket costs the process. Resolves at once unless the
    * socket's buffer is past its high-water mark, then once it drains or closes, so a slow
    * client holds a bounded buffer; undefined: nothing to wait for.
    */
@@ -92,8 +96,9 @@ export class Connection {
     });
   }
 
-  /** @internal the end of a tick's writes. */
+  /** @internal the end of a tick's writes, or of a final `next` and its `complete`. */
   uncork(): void {
+    if (!this.corked) return;
     this.corked = false;
     this.tcp.uncork();
   }
