@@ -136,6 +136,7 @@ export async function fanout(token: string): Promise<void> {
     if (process.env.BENCH_HEAP) await api.ask('heap', { file: process.env.BENCH_HEAP });
 
     if (PROFILE) await api.ask('profile:start');
+    const cpuBefore = await api.ask<{ user: number; system: number }>('cpu');
     cancelledAt = performance.now();
     const cancelled = await post(`${api.url}/graphql`, { query: CANCEL, variables: { id } }, token);
     const cancelAnsweredMs = performance.now() - cancelledAt;
@@ -150,6 +151,8 @@ export async function fanout(token: string): Promise<void> {
         ),
       ),
     ]);
+    const cpuAfter = await api.ask<{ user: number; system: number }>('cpu');
+    const cpuMs = (cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) / 1000;
     const latencies = [...received].sort((a, b) => a - b);
     if (PROFILE)
       await api.ask('profile:stop', { file: `${PROFILE_DIR}/fanout-delivery.cpuprofile` });
@@ -180,6 +183,9 @@ export async function fanout(token: string): Promise<void> {
       `| one event to all: first / p50 / **p99** / last | ${fmt(latencies[0]!, 0)} / ${ms(latencies)} | ${fmt(floor.latencies[0]!, 0)} / ${ms(floor.latencies)} |`,
     );
     out(`| \`cancelTask\` answered after | ${fmt(cancelAnsweredMs, 0)} ms | |`);
+    out(
+      `| server CPU (user + system) from \`cancelTask\` to the last frame, per 1 000 subscribers | ${fmt((cpuMs / SUBSCRIBERS) * 1000, 1)} ms | |`,
+    );
     out(
       `| p99 vs floor | ${ratio(percentile(latencies, 99), percentile(floor.latencies, 99))} | 1.00× |`,
     );
