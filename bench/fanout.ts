@@ -136,6 +136,7 @@ export async function fanout(token: string): Promise<void> {
     if (process.env.BENCH_HEAP) await api.ask('heap', { file: process.env.BENCH_HEAP });
 
     if (PROFILE) await api.ask('profile:start');
+    const cpuBefore = await api.ask<{ user: number; system: number }>('cpu');
     cancelledAt = performance.now();
     const cancelled = await post(`${api.url}/graphql`, { query: CANCEL, variables: { id } }, token);
     const cancelAnsweredMs = performance.now() - cancelledAt;
@@ -150,6 +151,8 @@ export async function fanout(token: string): Promise<void> {
         ),
       ),
     ]);
+    const cpuAfter = await api.ask<{ user: number; system: number }>('cpu');
+    const cpuMs = (cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) / 1000;
     const latencies = [...received].sort((a, b) => a - b);
     if (PROFILE)
       await api.ask('profile:stop', { file: `${PROFILE_DIR}/fanout-delivery.cpuprofile` });
@@ -181,11 +184,14 @@ export async function fanout(token: string): Promise<void> {
     );
     out(`| \`cancelTask\` answered after | ${fmt(cancelAnsweredMs, 0)} ms | |`);
     out(
+      `| server CPU (user + system) from \`cancelTask\` to the last frame, per 1 000 subscribers | ${fmt((cpuMs / SUBSCRIBERS) * 1000, 1)} ms | |`,
+    );
+    out(
       `| p99 vs floor | ${ratio(percentile(latencies, 99), percentile(floor.latencies, 99))} | 1.00× |`,
     );
     out();
     out(
-      `Delivery is timed from sending \`cancelTask\` (floor: from telling the server to send) to each socket's CANCELLED frame, as read by one client process holding all the sockets (its reading is included). Server RSS went ${fmt(before.rss / 2 ** 20, 1)} → ${fmt(after.rss / 2 ** 20, 1)} MiB. The row is read once and each viewer's result computed once; what remains per subscriber is graphql-ws's loop and framing, two async-iterator hops, and one socket write — in a CPU profile of the delivery, the socket writes (\`writev\`) are the largest part, then garbage collection and graphql-ws.`,
+      `Delivery is timed from sending \`cancelTask\` (floor: from telling the server to send) to each socket's CANCELLED frame, as read by one client process holding all the sockets (its reading is included). Server RSS went ${fmt(before.rss / 2 ** 20, 1)} → ${fmt(after.rss / 2 ** 20, 1)} MiB. The row is read once, each viewer's result computed once and serialized once (src/faces/graphql/ws-frames.ts); what remains per subscriber is the subscription's async-iterator hops (the hub's, envelop's plugin hooks, the frame writer's), the frame's id spliced into the shared payload, and one socket write carrying both the final \`next\` and \`complete\` — in a CPU profile of the delivery, the socket writes (\`writev\`) are the largest part, then garbage collection.`,
     );
     out();
     const p99 = percentile(latencies, 99);

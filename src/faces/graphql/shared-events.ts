@@ -5,7 +5,7 @@ import {
   type ExecutionResult,
   execute,
 } from 'graphql';
-import { isAsyncIterable, mapAsyncIterator, type Plugin } from 'graphql-yoga';
+import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context } from './builder.js';
 
 type Results = Map<DocumentNode, Map<string, ExecutionResult | Promise<ExecutionResult>>>;
@@ -24,35 +24,87 @@ type Results = Map<DocumentNode, Map<string, ExecutionResult | Promise<Execution
  */
 export function useSharedEventResults(): Plugin<Context> {
   const byEvent = new WeakMap<object, Results>();
+  const resultOf = (args: ExecutionArgs, viewer: string | undefined, event: unknown) => {
+    if (typeof event !== 'object' || event === null || viewer === undefined)
+      return execute({ ...args, rootValue: event });
+    let perDocument = byEvent.get(event);
+    if (!perDocument) {
+      perDocument = new Map();
+      byEvent.set(event, perDocument);
+    }
+    let perViewer = perDocument.get(args.document);
+    if (!perViewer) {
+      perViewer = new Map();
+      perDocument.set(args.document, perViewer);
+    }
+    let result = perViewer.get(viewer);
+    if (!result) {
+      result = execute({ ...args, rootValue: event });
+      perViewer.set(viewer, result);
+    }
+    return result;
+  };
+  // One function for every subscription: what envelop holds per subscriber stays small.
+  const subscribe = async (args: ExecutionArgs) => {
+    const source = await createSourceEventStream(args);
+    if (!isAsyncIterable(source)) return source;
+    return new EventResults(source[Symbol.asyncIterator](), args, viewerKey(args), resultOf);
+  };
   return {
     onSubscribe({ setSubscribeFn }) {
-      setSubscribeFn(async (args: ExecutionArgs) => {
-        const source = await createSourceEventStream(args);
-        if (!isAsyncIterable(source)) return source;
-        const viewer = viewerKey(args);
-        return mapAsyncIterator(source, (event: unknown) => {
-          if (typeof event !== 'object' || event === null || viewer === undefined)
-            return execute({ ...args, rootValue: event });
-          let perDocument = byEvent.get(event);
-          if (!perDocument) {
-            perDocument = new Map();
-            byEvent.set(event, perDocument);
-          }
-          let perViewer = perDocument.get(args.document);
-          if (!perViewer) {
-            perViewer = new Map();
-            perDocument.set(args.document, perViewer);
-          }
-          let result = perViewer.get(viewer);
-          if (!result) {
-            result = execute({ ...args, rootValue: event });
-            perViewer.set(viewer, result);
-          }
-          return result;
-        });
-      });
+      setSubscribeFn(subscribe);
     },
   };
+}
+
+type ResultOf = (
+  args: ExecutionArgs,
+  viewer: string | undefined,
+  event: unknown,
+) => ExecutionResult | Promise<ExecutionResult>;
+
+/**
+ * One subscriber's results: each event's, as `resultOf` gives it. What graphql-yoga's
+ * `mapAsyncIterator` does here, in one object per subscriber instead of seven closures: a
+ * failing execution closes the event stream and rethrows.
+ */
+class EventResults implements AsyncIterableIterator<ExecutionResult> {
+  constructor(
+    private readonly events: AsyncIterator<unknown>,
+    private readonly args: ExecutionArgs,
+    private readonly viewer: string | undefined,
+    private readonly resultOf: ResultOf,
+  ) {}
+
+  async next(): Promise<IteratorResult<ExecutionResult>> {
+    const step = await this.events.next();
+    if (step.done) return step;
+    try {
+      const result = this.resultOf(this.args, this.viewer, step.value);
+      return { done: false, value: result instanceof Promise ? await result : result };
+    } catch (err) {
+      return this.close(err);
+    }
+  }
+
+  async return(): Promise<IteratorResult<ExecutionResult>> {
+    await this.events.return?.();
+    return { done: true, value: undefined };
+  }
+
+  async throw(err: unknown): Promise<IteratorResult<ExecutionResult>> {
+    return this.close(err);
+  }
+
+  /** Closes the event stream and rethrows what failed (not what closing it threw). */
+  private async close(err: unknown): Promise<never> {
+    await this.events.return?.().then(undefined, () => undefined);
+    throw err;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
 }
 
 /** Everything besides the event a result depends on; undefined: not shareable. */

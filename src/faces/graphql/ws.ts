@@ -1,21 +1,22 @@
 import type { Server } from 'node:http';
 import { type ExecutionArgs, type ExecutionResult, GraphQLError } from 'graphql';
 import { CloseCode } from 'graphql-ws';
-import { useServer } from 'graphql-ws/use/ws';
-import type { YogaServerInstance } from 'graphql-yoga';
+import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { WebSocketServer } from 'ws';
 import { authenticate } from '../../auth/authenticate.js';
 import type { Principal } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
 import type { Limits } from '../../config.js';
 import { coerceError } from '../../errors.js';
 import type { Context } from './builder.js';
+import { Deadlines } from './ws-expiry.js';
+import { FrameWriter } from './ws-frames.js';
+import { type Connection, serveGraphqlWs } from './ws-socket.js';
 import type { ServerContext } from './yoga.js';
 
 type Extra = {
   principal?: Principal;
-  expiry?: NodeJS.Timeout;
 };
 
 const unexpected = () =>
@@ -44,37 +45,31 @@ async function settle<T>(run: () => T | Promise<T>, log: Logger): Promise<T | Ex
   }
 }
 
+/** A token's end closes its socket. */
+const expire = (connection: Connection) =>
+  connection.close(CloseCode.Forbidden, 'Forbidden: token expired');
+
 type Enveloped = ReturnType<YogaServerInstance<ServerContext, Context>['getEnveloped']>;
 
-/** Messages only a server sends (graphql-transport-ws). */
-const SERVER_ONLY = new Set(['connection_ack', 'next', 'error']);
-
-function messageType(data: RawData): unknown {
-  try {
-    return (JSON.parse(String(data)) as { type?: unknown } | null)?.type;
-  } catch {
-    return undefined; // graphql-ws refuses it itself, with 4400
-  }
+/** What an operation's `rootValue` carries from onSubscribe to execute or subscribe. */
+interface Operation {
+  execute: Enveloped['execute'];
+  subscribe: Enveloped['subscribe'];
+  id: string;
+  connection: Connection;
 }
 
-/**
- * Closes with 4400 a socket whose client sends a message only a server may send. graphql-ws
- * throws on those, and its ws glue answers a throw with 4500 and the error's message: a
- * client's mistake reported as the server's. Must be registered before `useServer`, whose
- * connection handler then attaches its message listener behind this check.
- */
-function refuseServerMessages(wss: WebSocketServer): void {
-  wss.on('connection', (socket) => {
-    const on = socket.on.bind(socket);
-    socket.on = ((event: string, listener: (...args: unknown[]) => void) => {
-      if (event !== 'message') return on(event as 'close', listener);
-      return on('message', (data, isBinary) => {
-        if (SERVER_ONLY.has(messageType(data) as string))
-          return socket.close(CloseCode.BadRequest, 'Invalid message received');
-        listener(data, isBinary);
-      });
-    }) as typeof socket.on;
-  });
+/** A subscription's results, written as frames by the subscription (ws-frames.ts). */
+async function subscribe(args: ExecutionArgs, log: Logger) {
+  const { subscribe, id, connection } = args.rootValue as Operation;
+  const result = await settle(() => subscribe(args), log);
+  return isAsyncIterable(result)
+    ? new FrameWriter(
+        (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator](),
+        id,
+        connection,
+      )
+    : result;
 }
 
 /**
@@ -96,8 +91,8 @@ export function attachWebSockets(
     path: '/graphql',
     maxPayload: limits.wsMaxPayloadBytes,
   });
-  refuseServerMessages(wss);
-  const disposable = useServer<Record<string, unknown> | undefined, Extra>(
+  const deadlines = new Deadlines(expire);
+  const disposable = serveGraphqlWs<Record<string, unknown> | undefined, Extra>(
     {
       onConnect: async (ctx) => {
         const raw = ctx.connectionParams?.authorization;
@@ -106,20 +101,16 @@ export function attachWebSockets(
             ? `Bearer ${raw}`
             : (raw as string | undefined);
         const { principal } = await authenticate(verifier, header);
+        // The socket holds the principal, not the bearer token, for as long as it is open.
+        if (ctx.connectionParams)
+          delete (ctx.connectionParams as { authorization?: unknown }).authorization;
         if (!principal) return false; // graphql-ws closes with 4403 Forbidden
         ctx.extra.principal = principal;
-        if (principal.expiresAt !== undefined) {
-          const socket = (ctx.extra as unknown as { socket: WebSocket }).socket;
-          const ms = Math.min(2 ** 31 - 1, principal.expiresAt - Date.now());
-          ctx.extra.expiry = setTimeout(
-            () => socket.close(CloseCode.Forbidden, 'Forbidden: token expired'),
-            Math.max(0, ms),
-          );
-        }
+        if (principal.expiresAt !== undefined) deadlines.add(ctx.extra, principal.expiresAt);
         return true;
       },
-      onClose: (ctx) => clearTimeout(ctx.extra.expiry),
-      onSubscribe: async (ctx, _id, payload) => {
+      onClose: (ctx) => deadlines.delete(ctx.extra),
+      onSubscribe: async (ctx, id, payload) => {
         // graphql-ws's own registry of the socket's operations, this one included: a client's
         // `complete` leaves it at once, so the count is never stale.
         if (Object.keys(ctx.subscriptions).length > limits.wsMaxSubscriptionsPerSocket) {
@@ -145,25 +136,26 @@ export function attachWebSockets(
             operationName: payload.operationName ?? null,
             variableValues: payload.variables ?? null,
             contextValue: await enveloped.contextFactory(),
-            rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe },
+            rootValue: {
+              execute: enveloped.execute,
+              subscribe: enveloped.subscribe,
+              id,
+              connection: ctx.extra,
+            } satisfies Operation,
           };
           return args;
         } catch (err) {
           return operationErrors(err, log);
         }
       },
-      execute: (args) =>
-        settle(() => (args.rootValue as { execute: Enveloped['execute'] }).execute(args), log),
-      subscribe: (args) =>
-        settle(
-          () => (args.rootValue as { subscribe: Enveloped['subscribe'] }).subscribe(args),
-          log,
-        ),
+      execute: (args) => settle(() => (args.rootValue as Operation).execute(args), log),
+      subscribe: (args) => subscribe(args, log),
       onError: (_ctx, _id, _payload, errors) => {
         log.debug({ errors }, 'websocket operation error');
       },
     },
     wss,
+    log,
   );
 
   return {
