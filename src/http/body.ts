@@ -11,7 +11,9 @@ import { answerTooLarge } from './too-large.js';
  * at once with 413 and `Connection: close`, and reads the rest for a while (too-large.ts).
  */
 
-const limitOf = new WeakMap<IncomingMessage, number>();
+/** Kept on the request itself: a WeakMap entry a request costs more than the lookups save. */
+const LIMIT = Symbol('bodyLimit');
+type Limited = IncomingMessage & { [LIMIT]?: number };
 
 export class PayloadTooLarge extends ServiceError {
   constructor(readonly limit: number) {
@@ -21,11 +23,11 @@ export class PayloadTooLarge extends ServiceError {
 
 /** The server records each request's limit, so handlers need no configuration of their own. */
 export function setBodyLimit(req: IncomingMessage, bytes: number): void {
-  limitOf.set(req, bytes);
+  (req as Limited)[LIMIT] = bytes;
 }
 
 export function bodyLimitOf(req: IncomingMessage): number {
-  return limitOf.get(req) ?? 1_048_576;
+  return (req as Limited)[LIMIT] ?? 1_048_576;
 }
 
 /** Whether the request says it carries a body (a length above 0, or chunks). */

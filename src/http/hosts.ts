@@ -21,11 +21,17 @@ export function hostName(header: string | undefined): string | undefined {
   return name === '' ? undefined : name;
 }
 
+/** The last answer: a client's requests carry the same `Host`, so most are this lookup. */
+let last: { allowed: readonly string[]; header: string | undefined; ok: boolean } | undefined;
+
 /** Whether a request with this `Host` header may be served. */
 export function hostAllowed(allowed: '*' | readonly string[], header: string | undefined): boolean {
   if (allowed === '*') return true;
+  if (last && last.header === header && last.allowed === allowed) return last.ok;
   const name = hostName(header);
-  return name !== undefined && allowed.includes(name);
+  const ok = name !== undefined && allowed.includes(name);
+  last = { allowed, header, ok };
+  return ok;
 }
 
 const MISDIRECTED = Object.freeze({

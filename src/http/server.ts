@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Limits } from '../config.js';
 import { coerceError } from '../errors.js';
 import { traceRequest } from '../tracing/http.js';
+import { tracingOn } from '../tracing/tracer.js';
 import { declaredTooLarge, PayloadTooLarge, sendTooLarge, setBodyLimit } from './body.js';
 import { applyCors } from './cors.js';
 import { guardUpgrades, hostAllowed, sendMisdirected } from './hosts.js';
@@ -50,9 +51,10 @@ function send(res: ServerResponse, status: number, body: unknown): void {
  */
 export function createHttpServer(routes: HttpRoutes): Server {
   const { limits, log } = routes;
+  const hooks = routes.onRequest ?? [];
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    for (const hook of routes.onRequest ?? []) hook(req, res);
+    for (const hook of hooks) hook(req, res);
     if (!hostAllowed(limits.allowedHosts, req.headers.host)) return sendMisdirected(res);
     setBodyLimit(req, limits.httpMaxBodyBytes);
     if (applyCors(req, res, limits.corsOrigins)) return;
@@ -76,7 +78,9 @@ export function createHttpServer(routes: HttpRoutes): Server {
       connectionsCheckingInterval: Math.max(50, Math.min(1_000, limits.httpHeadersTimeoutMs / 4)),
     },
     (req, res) => {
-      traceRequest(req, res, () => serve(req, res)).catch((err: unknown) => {
+      // Tracing off (the default), no span is made: the request is served as it is.
+      const served = tracingOn() ? traceRequest(req, res, () => serve(req, res)) : serve(req, res);
+      served.catch((err: unknown) => {
         if (err instanceof PayloadTooLarge) return sendTooLarge(res, err.limit);
         log.error({ err: coerceError(err), method: req.method, url: req.url }, 'unexpected error');
         if (res.headersSent) return void res.destroy();
