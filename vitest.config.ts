@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -16,6 +17,9 @@ export default defineConfig({
     // each (about a third of the suite's CPU). Each file still gets its own database and
     // apps, so a file must leave no timer, server or child process running when it ends.
     isolate: false,
+    // Two files at a time even on two cores (vitest's default there is one): much of a test's
+    // time is spent waiting on Postgres, child processes and sockets, not on its own CPU.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     env: { NODE_ENV: 'test' },
   },
 });
