@@ -4,12 +4,12 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import type { TaskRow } from '../src/db/types.js';
 import { TaskEvents } from '../src/tasks/events/hub.js';
 import { subscribeToTask } from '../src/tasks/events/subscription.js';
-import { defineTaskKind, KindRegistry } from '../src/tasks/kinds.js';
+import { KindRegistry } from '../src/tasks/kinds.js';
 import { Runner } from '../src/tasks/runner/runner.js';
 import { findStoredTask } from '../src/tasks/sql/find.js';
 import type { Task } from '../src/tasks/task.js';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
-import { gate } from './helpers/runner-kinds.js';
+import { gate, racer } from './helpers/runner-kinds.js';
 
 /**
  * What lies between a task's start and its COMPLETED event in a process that runs it: one claim
@@ -21,19 +21,6 @@ import { gate } from './helpers/runner-kinds.js';
 
 const alice = { id: 'alice', admin: false };
 const log = pino({ level: 'silent' });
-
-/** Completes when the test releases it. */
-const gated = defineTaskKind<Record<string, never>, { done: true }>({
-  name: 'gated-path',
-  description: 'test: completes when the test releases it',
-  inputSchema: { type: 'object' },
-  async run({ taskId }) {
-    const g = gate(taskId);
-    g.arrive();
-    await g.released;
-    return { done: true };
-  },
-});
 
 /**
  * The runner's claims and outcomes in the order they are sent; a claim as `claim` with the
@@ -66,7 +53,7 @@ function statementLog(): { plugin: KyselyPlugin; sent: string[] } {
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp({ env: { ROLE: 'api' }, kinds: [gated] });
+  t = await startTestApp({ env: { ROLE: 'api' }, kinds: [racer] });
 });
 afterAll(() => t?.stop());
 
@@ -89,7 +76,7 @@ async function runnerWithTask(workerId: string) {
   const runner = new Runner({
     db: t.app.db.kysely.withPlugin(statements.plugin),
     events: hub,
-    kinds: new KindRegistry([gated]),
+    kinds: new KindRegistry([racer]),
     log,
     workerId,
     concurrency: 4,
@@ -106,7 +93,7 @@ async function runnerWithTask(workerId: string) {
       resolve();
     });
   });
-  const id = (await t.app.tasks.start(alice, { kind: 'gated-path', input: {} })).task.id;
+  const id = (await t.app.tasks.start(alice, { kind: 'racer', input: {} })).task.id;
   await heard;
   runner.start();
   await gate(id).reached;
@@ -134,7 +121,7 @@ describe('the event path in a process that runs the task', () => {
     gate(id).release();
     let last: Task | undefined;
     for await (const task of events) last = task;
-    expect(last).toMatchObject({ status: 'completed', result: { done: true } });
+    expect(last).toMatchObject({ status: 'completed', result: { finished: true } });
     expect(reads.filter((r) => r === id).length).toBe(readsBefore);
     // Its NOTIFY still comes, and costs no read either; a later read is the cached final row.
     const row = (await hub.read(id)) as TaskRow;
