@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { a2aClient, codeOf, rejection, startRequest } from './helpers/a2a.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { rest } from './helpers/rest.js';
+import { gate, racer } from './helpers/runner-kinds.js';
 
 /**
  * The A2A face at the HTTP level (DESIGN §10), below JSON-RPC: the bodies `POST /a2a` takes
@@ -22,7 +23,7 @@ const sink = new Writable({
 let t: TestApp;
 let alice: string;
 beforeAll(async () => {
-  t = await startTestApp({ log: pino({ level: 'info' }, sink) });
+  t = await startTestApp({ log: pino({ level: 'info' }, sink), kinds: [racer] });
   alice = await t.token('alice');
 });
 afterAll(() => t?.stop());
@@ -127,6 +128,13 @@ describe('the wire', () => {
   });
 
   it('a stream is SSE, each data line one JSON-RPC response carrying a StreamResponse', async () => {
+    // A task that ends only once the stream has shown it, whatever the machine's speed (a
+    // task already over when the stream starts is the stream's only event, DESIGN §10).
+    const start = startRequestJson();
+    const params = {
+      ...start,
+      message: { ...start.message, parts: [{ data: {} }], metadata: { skill: 'racer' } },
+    };
     const res = await fetch(`${t.url}/a2a`, {
       method: 'POST',
       headers: {
@@ -135,18 +143,24 @@ describe('the wire', () => {
         'a2a-version': '1.0',
         accept: 'text/event-stream',
       },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 9,
-        method: 'SendStreamingMessage',
-        params: startRequestJson(),
-      }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendStreamingMessage', params }),
     });
     expect(res.headers.get('content-type')).toBe('text/event-stream');
-    const events = (await res.text())
-      .split('\n')
-      .filter((line) => line.startsWith('data: '))
-      .map((line) => JSON.parse(line.slice(6)));
+    const events: any[] = [];
+    let text = '';
+    const decoder = new TextDecoder();
+    const reader = res.body!.getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      text += decoder.decode(read.value, { stream: true });
+      const lines = text.split('\n');
+      text = lines.pop()!;
+      for (const line of lines) {
+        if (!line.startsWith('data: ')) continue;
+        const event = JSON.parse(line.slice(6));
+        if (events.length === 0) gate(event.result.task.id).release();
+        events.push(event);
+      }
+    }
     expect(events[0]).toMatchObject({ jsonrpc: '2.0', id: 9, result: { task: { history: [] } } });
     expect(events.at(-1)).toMatchObject({
       id: 9,
