@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
+import { lockDist } from './helpers/dist-lock.js';
 import { gqlAt, ROOT } from './helpers/process.js';
 
 /** The production start: `npm run build`, then `node dist/main.js` with no TypeScript loader. */
@@ -14,11 +15,15 @@ import { gqlAt, ROOT } from './helpers/process.js';
 let database: TestDatabase | undefined;
 const dataDir = mkdtempSync(join(tmpdir(), 'taskhandle-build-'));
 
+let unlockDist: (() => void) | undefined;
+
 beforeAll(async () => {
   if (backend === 'pg') database = await freshDatabase();
+  unlockDist = await lockDist();
   await promisify(execFile)('npm', ['run', 'build'], { cwd: ROOT });
 }, 300_000);
 afterAll(async () => {
+  unlockDist?.();
   await database?.drop();
   rmSync(dataDir, { recursive: true, force: true });
 });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
+import { lockDist } from './helpers/dist-lock.js';
 import { ROOT } from './helpers/process.js';
 
 /**
@@ -24,10 +25,11 @@ let database: TestDatabase | undefined;
 
 beforeAll(async () => {
   if (backend === 'pg') database = await freshDatabase();
+  const unlockDist = await lockDist();
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], {
     cwd: ROOT,
     maxBuffer: 16 * 1024 * 1024,
-  });
+  }).finally(unlockDist);
   // prepack's build output comes first; the JSON report is the last thing printed.
   const report = JSON.parse(stdout.slice(stdout.lastIndexOf('\n[') + 1)) as Array<{
     filename: string;
