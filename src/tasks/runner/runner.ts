@@ -65,9 +65,11 @@ export class Runner {
   /**
    * The last claim took fewer tasks than it asked for: it found every claimable one, and a task
    * that becomes claimable later announces itself (NOTIFY, a due time, the backstop). A handler
-   * that returns then asks for its next claim once its outcome is written, not at once: the claim
-   * would most likely find nothing, and it would share the database with the outcome's commit,
-   * which the task's subscribers are waiting for.
+   * that returns then claims nothing: the claim would find nothing, and its statement would come
+   * between the outcome's commit and the frame the task's subscribers are waiting for. One
+   * exception: a task that held a slot of a concurrency key frees it with its outcome, and a
+   * task the key held back is let go only by a claim, so that claim is sent once the outcome is
+   * written.
    */
   private exhausted = false;
   private readonly taskOptions: RunningTaskOptions;
@@ -101,7 +103,7 @@ export class Runner {
       scheduled: (at) => this.wakeAt(at),
       ended: (task) => {
         if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
-        if (this.exhausted) {
+        if (this.exhausted && task.keyed) {
           this.refill = true;
           this.wake();
         }
