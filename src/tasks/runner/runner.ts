@@ -10,6 +10,7 @@ import { claimWork, failLostTasks, releaseLeases } from '../sql/leases.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LocalQueue } from './local-queue.js';
 import { OutcomeRecorder } from './outcome.js';
+import { type Reservation, Reservations } from './reservations.js';
 import { RunningTask, type RunningTaskOptions } from './running-task.js';
 import { recordClaim } from './trace.js';
 
@@ -73,12 +74,29 @@ export class Runner {
    */
   private exhausted = false;
   private readonly taskOptions: RunningTaskOptions;
+  /** Slots promised to tasks this process is inserting already leased (see `reserve`). */
+  private readonly reservations: Reservations;
 
   constructor(private readonly options: RunnerOptions) {
     const { db, events, log, workerId, leaseMs } = options;
     this.kindNames = options.kinds.names();
     this.prefetch = options.prefetch ?? Math.min(3 * options.concurrency, 1_000);
     this.queue = new LocalQueue({ workerId, leaseMs, events, log });
+    this.reservations = new Reservations(
+      { workerId, leaseMs },
+      {
+        inserted: (row, sentAt) => {
+          if (this.stopping) {
+            // Too late to run it here: given back for another worker, the attempt uncounted.
+            void releaseLeases(db, workerId, [{ id: row.id, attempt: row.attempt }]).catch(() => 0);
+            return;
+          }
+          this.options.observer?.claimed([row], 0);
+          this.run(row, sentAt, sentAt);
+        },
+        abandoned: () => this.wake(),
+      },
+    );
     this.leases = new LeaseKeeper({
       db,
       log,
@@ -138,9 +156,23 @@ export class Runner {
     return this.queue.length;
   }
 
-  /** Handlers running now: the held tasks that are not waiting for input nor returned. */
+  /**
+   * A free slot for a task of `kind` that this process is about to insert, when it may run it
+   * at once (see `storeHere`): it runs that kind, has a slot free, and knows of no task waiting
+   * for one (none queued, no claim in flight, and the last one found all there were). A task
+   * queued before keeps its turn: the next claim takes it as it would have.
+   * @returns undefined when the task is to wait for a claim
+   */
+  reserve(kind: string): Reservation | undefined {
+    if (this.stopping || this.claiming || !this.exhausted || this.queue.length > 0)
+      return undefined;
+    if (!this.kindNames.includes(kind) || this.active >= this.options.concurrency) return undefined;
+    return this.reservations.take();
+  }
+
+  /** Handlers running now, or promised a slot: held tasks not waiting for input nor returned. */
   private get active(): number {
-    let active = 0;
+    let active = this.reservations.count;
     for (const task of this.tasks.values()) if (task.busy) active++;
     return active;
   }
