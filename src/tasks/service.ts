@@ -140,6 +140,7 @@ export class TaskService {
           (entry) => this.starts.store(entry),
           prepareStart(this.startContext(), actor, request),
           this.runner,
+          this.events,
         ),
       ({ task, created }) => [task.id, created ? 'created' : 'replayed'],
     );

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Executor, TaskRow } from '../db/types.js';
 import { ServiceError } from '../errors.js';
 import { currentTraceParent } from '../tracing/tracer.js';
+import type { TaskEvents } from './events/hub.js';
 import { type KindRegistry, validateAgainst } from './kinds.js';
 import { resolveManagedWork } from './managed.js';
 import { type Actor, MAX_BATCH_SIZE, type RetentionPolicy, type StartRequest } from './requests.js';
@@ -90,7 +91,7 @@ export interface RunsHere {
 }
 
 /**
- * Stores a prepared start with `store` (the coalescer). When this process's runner has a slot
+ * Stores a prepared start with `store` (the coalescer) and hands its row to `events`. When this process's runner has a slot
  * free for it and knows of no task waiting for one, the task is inserted already leased to it
  * and runs as soon as the insert commits: the insert is the claim, and one commit and one
  * NOTIFY hop fewer lie between the start and the task's end. Only a task due now without a
@@ -101,20 +102,24 @@ export async function storeHere(
   store: (entry: PreparedStart) => Promise<StoredStart>,
   entry: PreparedStart,
   runner: RunsHere | undefined,
+  events: TaskEvents,
 ): Promise<StoredStart> {
   const { task } = entry;
   const reservation =
     task.runAt === null && task.concurrencyLimit === null ? runner?.reserve(task.kind) : undefined;
-  if (!reservation) return store(entry);
-  let stored: StoredStart;
+  // The stored row goes to this process's row cache, so that the polls and the subscription
+  // that follow a start need not read it back.
+  const writes = events.writing([task.id]);
+  let stored: StoredStart | undefined;
   try {
-    stored = await store({ ...entry, lease: reservation.lease });
-  } catch (err) {
-    reservation.abandoned();
-    throw err;
+    stored = await store(reservation ? { ...entry, lease: reservation.lease } : entry);
+  } finally {
+    events.written(writes, stored ? [stored.row] : []);
+    if (reservation) {
+      if (stored?.created) reservation.inserted(stored.row);
+      else reservation.abandoned();
+    }
   }
-  if (stored.created) reservation.inserted(stored.row);
-  else reservation.abandoned();
   return stored;
 }
 
