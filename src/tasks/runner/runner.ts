@@ -94,7 +94,10 @@ export class Runner {
           this.options.observer?.claimed([row], 0);
           this.run(row, sentAt, sentAt);
         },
-        abandoned: () => this.wake(),
+        // The slot is free again: claim if a task was announced while it was promised.
+        abandoned: () => {
+          if (!this.exhausted) this.wake();
+        },
       },
     );
     this.leases = new LeaseKeeper({
