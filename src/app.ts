@@ -157,6 +157,8 @@ export async function createApp(options: AppOptions): Promise<App> {
         observer: metrics,
       })
     : undefined;
+  // A task started here, of a kind run here, may be inserted already claimed (`storeHere`).
+  if (runner && servesApi) tasks.runHere(runner);
   const purger = runsTasks
     ? new Purger(db.kysely, config.tasks.purgeIntervalMs, log, {
         onBatch: (rows) => metrics.purgeBatch(rows),

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TaskEvents } from '../src/tasks/events/hub.js';
+import { READY_CHANNEL } from '../src/tasks/sql/common.js';
 import { findStoredTask } from '../src/tasks/sql/find.js';
 import type { Task } from '../src/tasks/task.js';
 import { DELIVERY_CHANNEL } from '../src/tasks/webhooks/store.js';
@@ -116,8 +117,11 @@ describe('the event hub', () => {
     });
     await Promise.all(hubs.map((h) => h.hub.start({ work: h.work })));
     try {
-      // News of a due delivery, then a task started (news of a queued task) that completes.
-      await sql`select pg_notify(${DELIVERY_CHANNEL}, '')`.execute(t.app.db.kysely);
+      // News of a due delivery and of a queued task, then a task started that completes (one
+      // started where a slot is free for it is inserted claimed, and wakes no worker).
+      await sql`select pg_notify(${DELIVERY_CHANNEL}, ''), pg_notify(${READY_CHANNEL}, 'sleep')`.execute(
+        t.app.db.kysely,
+      );
       const id = await start({ ms: 0 });
       // Each hub hears of the completion (which may come before startTask's answer); the news
       // before it came first on the same connection, so by then each has heard all it will.

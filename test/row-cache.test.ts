@@ -53,4 +53,34 @@ describe('RowCache', () => {
     expect((await cache.read(ID))?.version).toBe(3);
     expect(answers).toHaveLength(1);
   });
+
+  it('keeps a row this process wrote, unless a newer version was announced or the listener dropped meanwhile', async () => {
+    const { cache, answers } = manualCache();
+    // Nothing announced while the write was out: its row answers the next read.
+    let write = cache.writing(ID);
+    cache.changed(ID, 2); // its own NOTIFY, before its answer
+    cache.wrote(write, rowAt(2));
+    expect((await cache.read(ID))?.version).toBe(2);
+    expect(answers).toHaveLength(0);
+
+    // Version 4 announced (committed elsewhere) while the write of version 3 was out.
+    write = cache.writing(ID);
+    cache.changed(ID, 4);
+    cache.wrote(write, rowAt(3));
+    const read = cache.read(ID);
+    expect(answers).toHaveLength(1);
+    answers[0]!(rowAt(4));
+    expect((await read)?.version).toBe(4);
+
+    // The listening connection went down and came back while the write of version 5 was out:
+    // what was announced meanwhile is unknown.
+    write = cache.writing(ID);
+    cache.disconnected();
+    cache.connected();
+    cache.wrote(write, rowAt(5));
+    const after = cache.read(ID);
+    expect(answers).toHaveLength(2);
+    answers[1]!(rowAt(5));
+    expect((await after)?.version).toBe(5);
+  });
 });

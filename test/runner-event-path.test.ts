@@ -107,8 +107,8 @@ describe('the event path in a process that runs the task', () => {
     await eventually(async () =>
       (await findStoredTask(t.app.db.kysely, id))?.status === 'completed' ? true : undefined,
     );
-    // The claim found fewer than it asked for: all there was. The next is sent once the
-    // outcome is written, not while it is.
+    // The claim found fewer than it asked for: all there was, so no other claim comes between
+    // it and the outcome.
     expect(sent.slice(0, sent.indexOf('outcome') + 1)).toEqual(['claim:1', 'outcome']);
   });
 

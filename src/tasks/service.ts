@@ -23,7 +23,14 @@ import type {
 } from './requests.js';
 import { retryTask } from './rerun.js';
 import { type Operation, SCOPE_OF } from './scopes.js';
-import { clampTtl, prepareStart, type StartContext, startBatch } from './start.js';
+import {
+  clampTtl,
+  prepareStart,
+  type RunsHere,
+  type StartContext,
+  startBatch,
+  storeHere,
+} from './start.js';
 import { StartCoalescer } from './start-coalescer.js';
 import { type Task, toTask, visible } from './task.js';
 import { checkId } from './validation.js';
@@ -43,6 +50,7 @@ export class TaskService {
   readonly webhooks: TaskWebhooks;
   private readonly audit: AuditLog;
   private readonly starts: StartCoalescer;
+  private runner: RunsHere | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -56,6 +64,14 @@ export class TaskService {
     this.audit = new AuditLog(log);
     this.webhooks = new TaskWebhooks(db, webhookPolicy.allowPrivate);
     this.starts = new StartCoalescer(db);
+  }
+
+  /**
+   * This process's runner: a task started here, of a kind it runs, is inserted already leased
+   * to it and runs at once when it has a slot free (see `storeHere`).
+   */
+  runHere(runner: RunsHere): void {
+    this.runner = runner;
   }
 
   listKinds(): TaskKind[] {
@@ -119,7 +135,13 @@ export class TaskService {
       actor,
       'startTask',
       null,
-      () => this.starts.store(prepareStart(this.startContext(), actor, request)),
+      () =>
+        storeHere(
+          (entry) => this.starts.store(entry),
+          prepareStart(this.startContext(), actor, request),
+          this.runner,
+          this.events,
+        ),
       ({ task, created }) => [task.id, created ? 'created' : 'replayed'],
     );
   }

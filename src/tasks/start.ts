@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Executor } from '../db/types.js';
+import type { Executor, TaskRow } from '../db/types.js';
 import { ServiceError } from '../errors.js';
 import { currentTraceParent } from '../tracing/tracer.js';
+import type { TaskEvents } from './events/hub.js';
 import { type KindRegistry, validateAgainst } from './kinds.js';
 import { resolveManagedWork } from './managed.js';
 import { type Actor, MAX_BATCH_SIZE, type RetentionPolicy, type StartRequest } from './requests.js';
-import { type InsertOutcome, insertTask, type NewTask } from './sql/insert.js';
+import type { Reservation } from './runner/reservations.js';
+import { type InsertLease, type InsertOutcome, insertTask, type NewTask } from './sql/insert.js';
 import { type Task, toTask } from './task.js';
 import { checkIdempotencyKey, checkLabels, checkPayload } from './validation.js';
 import { attachedAtStart, type NewWebhook } from './webhooks/store.js';
@@ -15,6 +17,8 @@ import type { TaskWebhooks } from './webhooks/task-webhooks.js';
 export interface PreparedStart {
   task: NewTask;
   webhook: NewWebhook | null;
+  /** Inserted already leased to this process's runner, which runs it at once (`storeHere`). */
+  lease?: InsertLease;
 }
 
 /** What preparing a start request reads: the kinds, the retention bounds, the webhook checks. */
@@ -77,6 +81,46 @@ export function prepareStart(
 export interface StoredStart {
   task: Task;
   created: boolean;
+  /** The row as stored (leased, when the insert was the claim). */
+  row: TaskRow;
+}
+
+/** This process's runner as a start sees it (`Runner.reserve`). */
+export interface RunsHere {
+  reserve(kind: string): Reservation | undefined;
+}
+
+/**
+ * Stores a prepared start with `store` (the coalescer) and hands its row to `events`. When this process's runner has a slot
+ * free for it and knows of no task waiting for one, the task is inserted already leased to it
+ * and runs as soon as the insert commits: the insert is the claim, and one commit and one
+ * NOTIFY hop fewer lie between the start and the task's end. Only a task due now without a
+ * concurrency limit: any other waits for a claim, which keeps the key's limit and the
+ * priority order in one place (`taskhandle_claim_tasks`).
+ */
+export async function storeHere(
+  store: (entry: PreparedStart) => Promise<StoredStart>,
+  entry: PreparedStart,
+  runner: RunsHere | undefined,
+  events: TaskEvents,
+): Promise<StoredStart> {
+  const { task } = entry;
+  const reservation =
+    task.runAt === null && task.concurrencyLimit === null ? runner?.reserve(task.kind) : undefined;
+  // The stored row goes to this process's row cache, so that the polls and the subscription
+  // that follow a start need not read it back.
+  const writes = events.writing([task.id]);
+  let stored: StoredStart | undefined;
+  try {
+    stored = await store(reservation ? { ...entry, lease: reservation.lease } : entry);
+  } finally {
+    events.written(writes, stored ? [stored.row] : []);
+    if (reservation) {
+      if (stored?.created) reservation.inserted(stored.row);
+      else reservation.abandoned();
+    }
+  }
+  return stored;
 }
 
 /** Stores a prepared task on `db` (the process's pool, or a batch's transaction). */
@@ -88,9 +132,12 @@ export async function storeStart(db: Executor, entry: PreparedStart): Promise<St
  * Writes a prepared task on `db`; a refusal is left to {@link answerStart}, so that a
  * transaction writing several starts goes on past one whose key was used for other input.
  */
-export function writeStart(db: Executor, { task, webhook }: PreparedStart): Promise<InsertOutcome> {
+export function writeStart(
+  db: Executor,
+  { task, webhook, lease }: PreparedStart,
+): Promise<InsertOutcome> {
   // With a webhook, the task, the webhook and its first delivery commit in one statement.
-  return insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined);
+  return insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined, lease);
 }
 
 /**
@@ -104,7 +151,14 @@ export function answerStart(outcome: InsertOutcome): StoredStart {
       'This idempotency key was used before with another kind or input.',
     );
   }
-  return { task: toTask(outcome.row), created: outcome.created };
+  const { row, created } = outcome;
+  // A task inserted leased is answered as accepted, before its first run (`attempt` 0), as it
+  // would be had a claim followed the insert; the claim changes no version either.
+  const accepted =
+    created && row.worker_id !== null
+      ? { ...row, attempt: 0, worker_id: null, lease_expires_at: null }
+      : row;
+  return { task: toTask(accepted), created, row };
 }
 
 /**

@@ -4,7 +4,7 @@ import type { TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import { READY_CHANNEL, TASK_CHANNEL } from '../sql/common.js';
 import { DELIVERY_CHANNEL } from '../webhooks/store.js';
-import { RowCache, type RowCacheOptions } from './row-cache.js';
+import { type PendingWrite, RowCache, type RowCacheOptions } from './row-cache.js';
 
 /** Called with the task's row as re-read after a change, or `undefined` once the row is gone. */
 export type RowWatcher = (row: TaskRow | undefined) => void;
@@ -100,26 +100,31 @@ export class TaskEvents {
   /**
    * This process sends a statement that may change tasks `ids` and returns their rows: until
    * `written`, a NOTIFY of theirs (it can arrive before the statement's answer) is not read.
+   * @returns what to hand `written`
    */
-  writing(ids: readonly string[]): void {
+  writing(ids: readonly string[]): PendingWrite[] {
     for (const id of ids) this.writes.set(id, (this.writes.get(id) ?? 0) + 1);
+    return ids.map((id) => this.rows.writing(id));
   }
 
   /**
-   * The statement announced by `writing(ids)` is over; it committed `rows` (none if it failed).
+   * The statement announced by `writing` is over; it committed `rows` (none if it failed).
    * The watchers of each task here get its row now, as they would after its NOTIFY and a read,
    * and that NOTIFY costs nothing (its version is delivered already); other processes still
-   * learn of the change by it. A final row is cached for the reads that follow (see
-   * `RowCache.committed`). A change announced meanwhile that is not in `rows` is read now.
+   * learn of the change by it. Each row is cached for the reads that follow, by the rule a
+   * read's row is (see `RowCache.wrote`). A change announced meanwhile that is not in `rows`
+   * is read now.
    */
-  written(ids: readonly string[], rows: readonly TaskRow[]): void {
+  written(writes: readonly PendingWrite[], rows: readonly TaskRow[]): void {
+    const ids = writes.map((write) => write.id);
     for (const id of ids) {
       const left = (this.writes.get(id) ?? 1) - 1;
       if (left > 0) this.writes.set(id, left);
       else this.writes.delete(id);
     }
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    for (const write of writes) this.rows.wrote(write, byId.get(write.id));
     for (const row of rows) {
-      this.rows.committed(row);
       const entry = this.watched.get(row.id);
       if (!entry || row.version <= entry.delivered) continue;
       entry.announced = Math.max(entry.announced, row.version);

@@ -8,10 +8,20 @@ export interface RowCacheOptions {
   maxRowBytes?: number;
 }
 
-interface Flight {
-  promise: Promise<TaskRow | undefined>;
-  /** Highest version announced while this read was in flight: an older row may not be kept. */
+/** A statement in flight that returns a task's row: a read, or a write of this process. */
+interface Pending {
+  /** Highest version announced while it was in flight: an older row may not be kept. */
   announced: number;
+}
+
+interface Flight extends Pending {
+  promise: Promise<TaskRow | undefined>;
+}
+
+/** A write of this process to one task, in flight (see `RowCache.writing`). */
+export interface PendingWrite extends Pending {
+  readonly id: string;
+  readonly epoch: number;
 }
 
 /**
@@ -28,7 +38,8 @@ interface Flight {
  * The rows are raw (expired and foreign ones included): callers scope them. Concurrent reads
  * of one task share one query. A change committed by another process reaches this cache as
  * fast as it reaches this process's subscribers (one NOTIFY); one committed here drops the
- * row at once (`changed`), so a process never answers older than what it has itself returned.
+ * row at once (`changed`), so a process never answers older than what it has itself returned,
+ * and the row its statement returned is kept by the same rule as a read's (`writing`).
  */
 export class RowCache {
   private readonly rows = new Map<string, TaskRow>();
@@ -39,7 +50,7 @@ export class RowCache {
    * readers may no longer join too, or it would land and be kept though a newer version was
    * announced while it was out.
    */
-  private readonly reading = new Map<string, Set<Flight>>();
+  private readonly reading = new Map<string, Set<Pending>>();
   private readonly maxRows: number;
   private readonly maxRowBytes: number;
   /** Bumped whenever the listening connection goes down or comes back. */
@@ -69,9 +80,7 @@ export class RowCache {
     const epoch = this.epoch;
     const flight: Flight = { promise: this.readRow(id), announced: 0 };
     this.flights.set(id, flight);
-    const all = this.reading.get(id) ?? new Set<Flight>();
-    this.reading.set(id, all);
-    all.add(flight);
+    const all = this.pending(id, flight);
     const land = () => {
       if (this.flights.get(id) === flight) this.flights.delete(id);
       all.delete(flight);
@@ -95,13 +104,36 @@ export class RowCache {
   }
 
   /**
-   * This process committed `row` (its statement returned it): anything older goes, and a final
-   * row is kept, since it never changes again. A row that is not final is not kept: a newer
-   * version committed elsewhere may have been announced before this one reached the cache.
+   * This process sends a statement that returns task `id`'s row (see `wrote`): changes
+   * announced meanwhile are counted against it, as they are against a read.
    */
-  committed(row: TaskRow): void {
+  writing(id: string): PendingWrite {
+    const write = { id, epoch: this.epoch, announced: 0 };
+    this.pending(id, write);
+    return write;
+  }
+
+  /**
+   * The statement announced by `writing` is over, and returned `row` (none: it failed or
+   * changed nothing). Anything older goes; the row is kept, as a read's would be, unless a
+   * newer version was announced while the statement was out or the listening connection
+   * went down meanwhile (a final row is kept in any case: it never changes again).
+   */
+  wrote(write: PendingWrite, row: TaskRow | undefined): void {
+    const all = this.reading.get(write.id);
+    all?.delete(write);
+    if (all?.size === 0) this.reading.delete(write.id);
+    if (!row) return;
     this.changed(row.id, row.version);
-    if (final(row)) this.keep(row);
+    if (final(row) || (row.version >= write.announced && write.epoch === this.epoch))
+      this.keep(row);
+  }
+
+  private pending(id: string, entry: Pending): Set<Pending> {
+    const all = this.reading.get(id) ?? new Set<Pending>();
+    this.reading.set(id, all);
+    all.add(entry);
+    return all;
   }
 
   /** The listening connection is up (again): rows not final may be kept from now on. */

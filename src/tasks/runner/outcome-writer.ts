@@ -108,12 +108,12 @@ export async function writtenHere(
   ids: readonly string[],
   write: () => Promise<TaskRow[]>,
 ): Promise<TaskRow[]> {
-  events?.writing(ids);
+  const writes = events?.writing(ids);
   let rows: TaskRow[] = [];
   try {
     rows = await write();
     return rows;
   } finally {
-    events?.written(ids, rows);
+    if (writes) events?.written(writes, rows);
   }
 }

@@ -10,6 +10,7 @@ import { claimWork, failLostTasks, releaseLeases } from '../sql/leases.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LocalQueue } from './local-queue.js';
 import { OutcomeRecorder } from './outcome.js';
+import { type Reservation, Reservations } from './reservations.js';
 import { RunningTask, type RunningTaskOptions } from './running-task.js';
 import { recordClaim } from './trace.js';
 
@@ -65,18 +66,40 @@ export class Runner {
   /**
    * The last claim took fewer tasks than it asked for: it found every claimable one, and a task
    * that becomes claimable later announces itself (NOTIFY, a due time, the backstop). A handler
-   * that returns then asks for its next claim once its outcome is written, not at once: the claim
-   * would most likely find nothing, and it would share the database with the outcome's commit,
-   * which the task's subscribers are waiting for.
+   * that returns then claims nothing: the claim would find nothing, and its statement would come
+   * between the outcome's commit and the frame the task's subscribers are waiting for. One
+   * exception: a task that held a slot of a concurrency key frees it with its outcome, and a
+   * task the key held back is let go only by a claim, so that claim is sent once the outcome is
+   * written.
    */
   private exhausted = false;
   private readonly taskOptions: RunningTaskOptions;
+  /** Slots promised to tasks this process is inserting already leased (see `reserve`). */
+  private readonly reservations: Reservations;
 
   constructor(private readonly options: RunnerOptions) {
     const { db, events, log, workerId, leaseMs } = options;
     this.kindNames = options.kinds.names();
     this.prefetch = options.prefetch ?? Math.min(3 * options.concurrency, 1_000);
     this.queue = new LocalQueue({ workerId, leaseMs, events, log });
+    this.reservations = new Reservations(
+      { workerId, leaseMs },
+      {
+        inserted: (row, sentAt) => {
+          if (this.stopping) {
+            // Too late to run it here: given back for another worker, the attempt uncounted.
+            void releaseLeases(db, workerId, [{ id: row.id, attempt: row.attempt }]).catch(() => 0);
+            return;
+          }
+          this.options.observer?.claimed([row], 0);
+          this.run(row, sentAt, sentAt);
+        },
+        // The slot is free again: claim if a task was announced while it was promised.
+        abandoned: () => {
+          if (!this.exhausted) this.wake();
+        },
+      },
+    );
     this.leases = new LeaseKeeper({
       db,
       log,
@@ -101,7 +124,7 @@ export class Runner {
       scheduled: (at) => this.wakeAt(at),
       ended: (task) => {
         if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
-        if (this.exhausted) {
+        if (this.exhausted && task.keyed) {
           this.refill = true;
           this.wake();
         }
@@ -136,9 +159,23 @@ export class Runner {
     return this.queue.length;
   }
 
-  /** Handlers running now: the held tasks that are not waiting for input nor returned. */
+  /**
+   * A free slot for a task of `kind` that this process is about to insert, when it may run it
+   * at once (see `storeHere`): it runs that kind, has a slot free, and knows of no task waiting
+   * for one (none queued, no claim in flight, and the last one found all there were). A task
+   * queued before keeps its turn: the next claim takes it as it would have.
+   * @returns undefined when the task is to wait for a claim
+   */
+  reserve(kind: string): Reservation | undefined {
+    if (this.stopping || this.claiming || !this.exhausted || this.queue.length > 0)
+      return undefined;
+    if (!this.kindNames.includes(kind) || this.active >= this.options.concurrency) return undefined;
+    return this.reservations.take();
+  }
+
+  /** Handlers running now, or promised a slot: held tasks not waiting for input nor returned. */
   private get active(): number {
-    let active = 0;
+    let active = this.reservations.count;
     for (const task of this.tasks.values()) if (task.busy) active++;
     return active;
   }

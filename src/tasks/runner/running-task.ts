@@ -89,6 +89,11 @@ export class RunningTask {
     return this.row.id;
   }
 
+  /** The task takes a slot of a concurrency key (its kind's or its own limit). */
+  get keyed(): boolean {
+    return this.row.concurrency_limit !== null;
+  }
+
   /** True while the handler waits for its owner's input (it takes no slot then). */
   get waiting(): boolean {
     return this.waitingFor !== null;

@@ -26,6 +26,12 @@ export interface NewTask {
   traceParent?: string | null;
 }
 
+/** The lease a task inserted already claimed is stored with: what a claim would give it. */
+export interface InsertLease {
+  workerId: string;
+  leaseMs: number;
+}
+
 export type InsertOutcome =
   | { created: true; row: TaskRow }
   | { created: false; row: TaskRow; sameRequest: boolean };
@@ -44,6 +50,11 @@ export async function insertTask(
   task: NewTask,
   /** More for the same statement: CTEs after `t`, columns after its own (tasks/webhooks/store.ts). */
   extra?: { ctes: RawBuilder<unknown>; column: RawBuilder<unknown> },
+  /**
+   * The insert is the claim: the row is stored leased to `lease.workerId` (attempt 1 and the
+   * lease's expiry, as a claim would leave it), and the workers are not woken for it.
+   */
+  lease?: InsertLease,
 ): Promise<InsertOutcome> {
   for (;;) {
     const inserted = await sql<TaskRow>`${prepared}
@@ -51,14 +62,17 @@ export async function insertTask(
         insert into tasks (id, owner, kind, input, ttl_ms, created_at, last_updated_at, expires_at,
                            poll_interval_ms, idempotency_key, max_attempts, timeout_ms, run_at, hold,
                            priority, concurrency_key, concurrency_limit, retry_initial_delay_ms,
-                           retry_factor, retry_max_delay_ms, labels, retry_of, trace_parent)
+                           retry_factor, retry_max_delay_ms, labels, retry_of, trace_parent,
+                           worker_id, attempt, lease_expires_at)
         select ${task.id}::uuid, ${task.owner}, ${task.kind}, ${json(task.input)}, ${task.ttlMs}::int,
                 c.at, c.at, c.at + ${task.ttlMs}::int * interval '1 millisecond', ${task.pollIntervalMs}::int,
                 ${task.idempotencyKey}, ${task.retry.maxAttempts}::int, ${task.timeoutMs}::int,
                 greatest(c.at, c.run_at), case when c.run_at > c.at then 'time' end,
                 ${task.priority}::int, ${task.concurrencyKey}, ${task.concurrencyLimit}::int,
                 ${task.retry.initialDelayMs}::int, ${task.retry.factor}::float8, ${task.retry.maxDelayMs}::int,
-                ${json(task.labels ?? {})}, ${task.retryOf ?? null}::uuid, ${task.traceParent ?? null}::text
+                ${json(task.labels ?? {})}, ${task.retryOf ?? null}::uuid, ${task.traceParent ?? null}::text,
+                ${lease?.workerId ?? null}::text, ${lease ? 1 : 0}::int,
+                c.at + ${lease?.leaseMs ?? null}::int * interval '1 millisecond'
         -- millisecond precision: cursors and expiresAt round-trip through JS Dates exactly
         from (select date_trunc('milliseconds', now()) as at,
                      date_trunc('milliseconds', ${task.runAt}::timestamptz) as run_at) c
@@ -69,7 +83,8 @@ export async function insertTask(
         insert into task_labels (owner, key, value, created_at, task_id)
         select t.owner, e.key, e.value, t.created_at, t.id from t, jsonb_each_text(t.labels) e
       )${extra?.ctes ?? sql``}
-      select t.*, ${notifyChanged} as notified, ${notifyReady} as ready${extra?.column ?? sql``}
+      select t.*, ${notifyChanged} as notified,
+        case when t.worker_id is null then ${notifyReady} end as ready${extra?.column ?? sql``}
       from t`.execute(db);
     const row = inserted.rows[0];
     if (row) return { created: true, row: withoutNotifyColumns(row)! };

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { prepared } from '../../db/pg-pool.js';
 import type { Executor, TaskRow } from '../../db/types.js';
 import type { TaskFailure } from '../status.js';
 import { jsonText, notifyChanged, READY_CHANNEL, withoutNotifyColumns } from './common.js';
@@ -17,7 +18,9 @@ export type Outcome =
  * `failTask` writes for a running task, which also fails a waiting one). Every row is fenced by its own lease (worker and attempt), WORKING and
  * unexpired only; each changed row is announced (and a retried one wakes the runners). A
  * transaction that notifies holds Postgres's notify lock until its commit is flushed, so one
- * commit for many tasks is what lets a worker finish more than one task per WAL flush.
+ * commit for many tasks is what lets a worker finish more than one task per WAL flush. Its text
+ * is the same for any number of outcomes (one array a column), so each connection prepares it
+ * once: parsing and planning it cost Postgres more than running it.
  * @returns the rows written; an outcome whose lease no longer holds has none
  */
 export async function recordOutcomes(
@@ -30,7 +33,7 @@ export async function recordOutcomes(
   const again = sql`(c.ending = 'retry' and t.attempt < t.max_attempts
     and now() + c.delay_ms * interval '1 millisecond' < t.expires_at)`;
   const at = sql`now() + c.delay_ms * interval '1 millisecond'`;
-  const result = await sql<TaskRow & { again: boolean }>`
+  const result = await sql<TaskRow & { again: boolean }>`${prepared}
     with t as (
       update tasks t set
         status = case when ${isComplete} then 'completed' when ${again} then 'working' else 'failed' end,
