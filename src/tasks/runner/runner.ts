@@ -7,6 +7,7 @@ import type { TaskEvents } from '../events/hub.js';
 import type { KindRegistry } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
 import { claimWork, failLostTasks, releaseLeases } from '../sql/leases.js';
+import { ClaimWaker } from './claim-waker.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LocalQueue } from './local-queue.js';
 import { OutcomeRecorder } from './outcome.js';
@@ -49,13 +50,12 @@ export interface RunnerOptions {
 export class Runner {
   /** Every task this process holds, running or waiting for input, by id. */
   private readonly tasks = new Map<string, RunningTask>();
-  private claiming: Promise<void> | undefined;
-  private claimAgain = false;
+  private readonly waker = new ClaimWaker(
+    () => this.claimLoop(),
+    () => this.announced(),
+  );
   private stopping = false;
   private backstopTimer: NodeJS.Timeout | undefined;
-  /** Wakes the runner when the earliest delayed task it knows of falls due. */
-  private dueTimer: NodeJS.Timeout | undefined;
-  private dueAt = Number.POSITIVE_INFINITY;
   private unsubscribe: Array<() => void> = [];
   private readonly kindNames: string[];
   private readonly leases: LeaseKeeper;
@@ -121,7 +121,7 @@ export class Runner {
         this.refill = true;
         this.wake();
       },
-      scheduled: (at) => this.wakeAt(at),
+      scheduled: (at) => this.waker.wakeAt(at),
       ended: (task) => {
         if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
         if (this.exhausted && task.keyed) {
@@ -167,7 +167,7 @@ export class Runner {
    * @returns undefined when the task is to wait for a claim
    */
   reserve(kind: string): Reservation | undefined {
-    if (this.stopping || this.claiming || !this.exhausted || this.queue.length > 0)
+    if (this.stopping || this.waker.pass || !this.exhausted || this.queue.length > 0)
       return undefined;
     if (!this.kindNames.includes(kind) || this.active >= this.options.concurrency) return undefined;
     return this.reservations.take();
@@ -198,35 +198,7 @@ export class Runner {
 
   /** Starts a claim pass now (or right after the one in progress). */
   wake(): void {
-    if (this.stopping) return;
-    if (this.claiming) {
-      this.claimAgain = true;
-      return;
-    }
-    this.claiming = this.claimLoop().finally(() => {
-      this.claiming = undefined;
-      if (this.claimAgain) {
-        this.claimAgain = false;
-        this.wake();
-      }
-    });
-  }
-
-  /**
-   * Claims again at `at` (epoch ms), when a delayed task falls due, unless a wake for an
-   * earlier time is already set. A little after it: the claim compares with Postgres's clock.
-   */
-  wakeAt(at: number): void {
-    if (this.stopping || at >= this.dueAt) return;
-    clearTimeout(this.dueTimer);
-    this.dueAt = at;
-    this.dueTimer = setTimeout(
-      () => {
-        this.dueAt = Number.POSITIVE_INFINITY;
-        this.announced();
-      },
-      Math.min(2 ** 31 - 1, Math.max(5, at - Date.now() + 5)),
-    );
+    if (!this.stopping) this.waker.wake();
   }
 
   private async claimLoop(): Promise<void> {
@@ -250,7 +222,7 @@ export class Runner {
       try {
         const claim = await claimWork(db, workerId, this.kindNames, room, leaseMs);
         rows = claim.rows;
-        if (claim.nextDue) this.wakeAt(claim.nextDue.getTime());
+        if (claim.nextDue) this.waker.wakeAt(claim.nextDue.getTime());
       } catch (err) {
         log.warn({ err: coerceError(err) }, 'claiming tasks failed; the backstop will retry');
         return;
@@ -296,10 +268,10 @@ export class Runner {
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     clearInterval(this.backstopTimer);
-    clearTimeout(this.dueTimer);
+    this.waker.stop();
     for (const off of this.unsubscribe) off();
     // A claim in flight gives back what it got (see claimLoop) while the database is still open.
-    await Promise.race([this.claiming, sleep(1_000)]);
+    await Promise.race([this.waker.pass, sleep(1_000)]);
     const queued = this.queue.takeAll();
     const requeued = releaseLeases(this.options.db, this.options.workerId, queued).catch(
       (err: unknown) => {
