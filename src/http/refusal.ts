@@ -40,7 +40,7 @@ export class HttpRefusal extends ServiceError {
 
 /**
  * The caller of a plain-HTTP face, if its bearer token is valid; the scope an operation
- * needs is the task service's to check (`TaskService.authorize`).
+ * needs is the task service's to check (`TaskService.gate.authorize`).
  * @throws ServiceError UNAUTHENTICATED, `details.tokenSent` when a token was refused
  */
 export async function requireBearer(

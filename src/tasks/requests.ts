@@ -11,7 +11,7 @@ export interface Actor {
   id: string;
   /** Sees and cancels anyone's tasks (never their payloads: that is the faces' rule). */
   admin: boolean;
-  /** The token's scopes, which `TaskService.authorize` checks; absent inside the process. */
+  /** The token's scopes, which `TaskService.gate.authorize` checks; absent inside the process. */
   scopes?: ReadonlySet<string>;
 }
 

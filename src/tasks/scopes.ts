@@ -9,7 +9,7 @@ export const ALL_SCOPES: Scope[] = Object.values(SCOPES);
 
 /**
  * The scope each task operation needs (DESIGN §2, §9, §10): the one table every face asks,
- * through `TaskService.authorize`. The keys are the operations' names in the audit trail.
+ * through `TaskService.gate.authorize`. The keys are the operations' names in the audit trail.
  */
 export const SCOPE_OF = {
   startTask: SCOPES.write,

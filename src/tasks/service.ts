@@ -1,17 +1,16 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
-import { ServiceError } from '../errors.js';
 import { answerInput } from './answer.js';
-import { AuditLog } from './audit.js';
 import { cancelMatching, cancelOne } from './cancel.js';
 import type { TaskEvents } from './events/hub.js';
 import { subscribeToOwner } from './events/owner-subscription.js';
 import { subscribeToTask } from './events/subscription.js';
 import { checkFilter, type TaskFilter } from './filter.js';
+import { Gate } from './gate.js';
 import type { KindRegistry, TaskKind } from './kinds.js';
 import { listFor } from './listing.js';
-import { RateLimiter } from './rate-limit.js';
+import type { RateLimiter } from './rate-limit.js';
 import { listRecent, type RecentPage, type RecentRequest } from './recent.js';
 import type {
   Actor,
@@ -22,7 +21,6 @@ import type {
   TaskPage,
 } from './requests.js';
 import { retryTask } from './rerun.js';
-import { type Operation, SCOPE_OF } from './scopes.js';
 import {
   clampTtl,
   prepareStart,
@@ -48,7 +46,11 @@ export * from './requests.js';
 export class TaskService {
   /** A task's webhooks after start (DESIGN §11), for the faces. */
   readonly webhooks: TaskWebhooks;
-  private readonly audit: AuditLog;
+  /**
+   * Scope, rate limit and audit line of every operation; the faces ask it at their door
+   * (`authorize` before reading a body, `refused` for a request without a valid token).
+   */
+  readonly gate: Gate;
   private readonly starts: StartCoalescer;
   private runner: RunsHere | undefined;
 
@@ -59,9 +61,9 @@ export class TaskService {
     private readonly retention: RetentionPolicy,
     private readonly log: Logger,
     webhookPolicy: { allowPrivate: boolean } = { allowPrivate: false },
-    private readonly rateLimiter = new RateLimiter(),
+    rateLimiter?: RateLimiter,
   ) {
-    this.audit = new AuditLog(log);
+    this.gate = new Gate(log, rateLimiter);
     this.webhooks = new TaskWebhooks(db, webhookPolicy.allowPrivate);
     this.starts = new StartCoalescer(db);
   }
@@ -82,46 +84,6 @@ export class TaskService {
     return actor.admin ? null : actor.id;
   }
 
-  /**
-   * Refuses, and audits, an actor whose token lacks the scope `operation` needs (`SCOPE_OF`,
-   * the one table). The faces ask at their gate, before reading a body; `name` is the
-   * operation as the audit trail names it, when the face's method says it better.
-   * @throws ServiceError FORBIDDEN naming the scope
-   */
-  authorize(
-    actor: Actor,
-    operation: Operation,
-    taskId: string | null = null,
-    name: string = operation,
-  ): void {
-    const scope = SCOPE_OF[operation];
-    if (actor.scopes?.has(scope)) return;
-    this.audit.refused(actor.id, name, taskId, 'FORBIDDEN');
-    throw new ServiceError('FORBIDDEN', `The token lacks the ${scope} scope.`, { scope });
-  }
-
-  /**
-   * Audits an operation refused before the service could ask: no valid token (`principal`
-   * null), or a field the GraphQL schema refused. Same line as every other task operation.
-   */
-  refused(...refusal: Parameters<AuditLog['refused']>): void {
-    this.audit.refused(...refusal);
-  }
-
-  private audited<T>(
-    actor: Actor,
-    operation: string,
-    taskId: string | null,
-    run: () => Promise<T>,
-    describe: (value: T) => [string | null, string, Record<string, unknown>?],
-  ): Promise<T> {
-    const limited = async () => {
-      this.rateLimiter.take(actor.id); // RATE_LIMITED, audited like any other refusal
-      return run();
-    };
-    return this.audit.around(actor.id, operation, taskId, limited, describe);
-  }
-
   clampTtl(ttlMs: number | null | undefined, kindTtl: number | undefined): number {
     return clampTtl(this.retention, ttlMs, kindTtl);
   }
@@ -131,7 +93,7 @@ export class TaskService {
    * @returns the task and whether this call created it (false: an idempotent replay)
    */
   start(actor: Actor, request: StartRequest): Promise<{ task: Task; created: boolean }> {
-    return this.audited(
+    return this.gate.around(
       actor,
       'startTask',
       null,
@@ -152,7 +114,7 @@ export class TaskService {
 
   /** `null`: unknown, expired, or not the actor's. */
   get(actor: Actor, id: string): Promise<Task | null> {
-    return this.audited(
+    return this.gate.around(
       actor,
       'task',
       id,
@@ -166,7 +128,7 @@ export class TaskService {
   }
 
   list(actor: Actor, request: ListRequest = {}): Promise<TaskPage> {
-    return this.audited(
+    return this.gate.around(
       actor,
       'tasks',
       null,
@@ -177,7 +139,7 @@ export class TaskService {
 
   /** The actor's own tasks, most recently updated first, with their count (A2A's ListTasks). */
   listRecent(actor: Actor, request: RecentRequest): Promise<RecentPage> {
-    return this.audited(
+    return this.gate.around(
       actor,
       'tasks',
       null,
@@ -188,13 +150,15 @@ export class TaskService {
 
   /** Cancels an active task; a cancelled one is returned unchanged; a finished one is TASK_TERMINAL. */
   cancel(actor: Actor, id: string): Promise<Task> {
-    return this.audited(
-      actor,
-      'cancelTask',
-      id,
-      () => cancelOne(this.db, this.events, this.scope(actor), id),
-      ({ changed }) => [null, changed ? 'cancelled' : 'already_cancelled'],
-    ).then(({ task }) => task);
+    return this.gate
+      .around(
+        actor,
+        'cancelTask',
+        id,
+        () => cancelOne(this.db, this.events, this.scope(actor), id),
+        ({ changed }) => [null, changed ? 'cancelled' : 'already_cancelled'],
+      )
+      .then(({ task }) => task);
   }
 
   /**
@@ -209,7 +173,7 @@ export class TaskService {
     value: unknown,
     webhook: WebhookRequest | null = null,
   ): Promise<Task> {
-    return this.audited(
+    return this.gate.around(
       actor,
       'provideTaskInput',
       id,
@@ -232,7 +196,7 @@ export class TaskService {
    * idempotency key is honoured as by `start`, within the batch too.
    */
   startMany(actor: Actor, requests: readonly StartRequest[]): Promise<Task[]> {
-    return this.audited(
+    return this.gate.around(
       actor,
       'startTasks',
       null,
@@ -248,17 +212,19 @@ export class TaskService {
    * @throws ServiceError BAD_USER_INPUT for a filter with no condition
    */
   cancelMany(actor: Actor, filter: TaskFilter): Promise<CancelManyResult> {
-    return this.audited(
-      actor,
-      'cancelTasks',
-      null,
-      () => cancelMatching(this.db, this.events, actor, filter),
-      ({ matched, cancelled, owner, filter }) => [
+    return this.gate
+      .around(
+        actor,
+        'cancelTasks',
         null,
-        'cancelled',
-        { owner, filter, matched, cancelled },
-      ],
-    ).then(({ matched, cancelled }) => ({ matched, cancelled }));
+        () => cancelMatching(this.db, this.events, actor, filter),
+        ({ matched, cancelled, owner, filter }) => [
+          null,
+          'cancelled',
+          { owner, filter, matched, cancelled },
+        ],
+      )
+      .then(({ matched, cancelled }) => ({ matched, cancelled }));
   }
 
   /**
@@ -267,7 +233,7 @@ export class TaskService {
    * @throws ServiceError TASK_NOT_RETRYABLE for a task still active, or completed
    */
   retry(actor: Actor, id: string): Promise<Task> {
-    return this.audited(
+    return this.gate.around(
       actor,
       'retryTask',
       id,
@@ -282,7 +248,7 @@ export class TaskService {
    * @throws ServiceError NOT_FOUND, before anything is sent, for a task the actor cannot see
    */
   subscribe(actor: Actor, id: string, until?: number): Promise<AsyncIterableIterator<Task>> {
-    return this.audited(
+    return this.gate.around(
       actor,
       'taskUpdated',
       id,
@@ -301,7 +267,7 @@ export class TaskService {
     request: Pick<ListRequest, 'statuses' | 'owner' | 'filter'>,
     until?: number,
   ): Promise<AsyncIterableIterator<Task>> {
-    return this.audited(
+    return this.gate.around(
       actor,
       'tasksUpdated',
       null,

@@ -76,7 +76,7 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
       return await requireBearer(verifier, req);
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'UNAUTHENTICATED')
-        tasks.refused(null, 'a2a', null, 'UNAUTHENTICATED');
+        tasks.gate.refused(null, 'a2a', null, 'UNAUTHENTICATED');
       throw err;
     }
   }
@@ -101,7 +101,7 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
     const operation = OPERATION_OF[method];
     if (operation !== undefined) {
       const taskId = typeof request.params?.id === 'string' ? request.params.id : null;
-      tasks.authorize(toActor(principal), operation, taskId, method);
+      tasks.gate.authorize(toActor(principal), operation, taskId, method);
     }
     // Without the header a request is A2A 0.3 (the SDK's reading too), which is not served.
     const requestedVersion = requestedVersionOf(req.headers['a2a-version']);

@@ -64,7 +64,7 @@ export const builder = new SchemaBuilder<{
       // A refused root field is a refused operation, audited. A refused nested field (a payload an
       // admin may not read) also passes here, but resolves to null: that is no refusal to log.
       if (!info.path.prev)
-        context.tasks.refused(
+        context.tasks.gate.refused(
           context.principal?.sub ?? null,
           info.fieldName,
           idArgument(info),

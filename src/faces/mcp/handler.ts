@@ -105,7 +105,7 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
       const operation = OPERATION_OF[typeof message.method === 'string' ? message.method : ''];
       if (operation === undefined) continue;
       const taskId = message.params?.taskId;
-      tasks.authorize(
+      tasks.gate.authorize(
         actor,
         operation,
         typeof taskId === 'string' && isTaskId(taskId) ? taskId : null,

@@ -102,10 +102,10 @@ export function createRestHandler(options: RestOptions) {
       actor = toActor(await requireBearer(verifier, req));
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'UNAUTHENTICATED')
-        tasks.refused(null, operation, taskId, 'UNAUTHENTICATED');
+        tasks.gate.refused(null, operation, taskId, 'UNAUTHENTICATED');
       throw err;
     }
-    tasks.authorize(actor, operation, taskId);
+    tasks.gate.authorize(actor, operation, taskId);
     return actor;
   }
 
