@@ -4,12 +4,13 @@ import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import { context, failed as spanFailed, trace } from '../../tracing/tracer.js';
 import type { TaskEvents } from '../events/hub.js';
-import { type InputQuestion, TaskFailedError, type TaskKind } from '../kinds.js';
+import { TaskFailedError, type TaskKind } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
 import { backoffMs } from '../retry.js';
-import { type Lease, markInputRequired } from '../sql/leases.js';
+import type { Lease } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
-import { type AbortCause, TaskAbortedError, whyLost } from './aborted.js';
+import { type AbortCause, TaskAbortedError } from './aborted.js';
+import { InputWait } from './input-wait.js';
 import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
 import { taskContext } from './task-context.js';
 import { TaskTimeout } from './task-timeout.js';
@@ -52,11 +53,7 @@ export class RunningTask {
   private unwatch: () => void = () => {};
   /** Local deadline of the lease; past it without a renewal, the task may be someone else's. */
   private leaseUntil: number;
-  /** The keys the handler waits for (some may be answered already) and how to resume it. */
-  private waitingFor: {
-    keys: readonly string[];
-    resolve(answers: Record<string, unknown>): void;
-  } | null = null;
+  private readonly input: InputWait;
 
   /** @param claimedAt when the claim was sent: the lease runs from no earlier than this */
   constructor(
@@ -69,6 +66,17 @@ export class RunningTask {
     this.lease = { workerId, attempt: row.attempt };
     this.leaseUntil = claimedAt + options.leaseMs;
     this.timeout = new TaskTimeout(row.timeout_ms, () => this.timedOut());
+    this.input = new InputWait({
+      db: options.db,
+      log: options.log,
+      lease: this.lease,
+      signal: this.controller.signal,
+      paused: () => {
+        this.timeout.pause();
+        options.freed(false);
+      },
+      abort: (cause) => this.abort(cause),
+    });
   }
 
   /** Watches the row, starts the clocks and runs the handler (`done` follows it). */
@@ -96,12 +104,12 @@ export class RunningTask {
 
   /** True while the handler waits for its owner's input (it takes no slot then). */
   get waiting(): boolean {
-    return this.waitingFor !== null;
+    return this.input.waiting;
   }
 
   /** True while the handler takes a runner slot: running, not waiting, not yet returned. */
   get busy(): boolean {
-    return !this.returned && this.waitingFor === null;
+    return !this.returned && !this.input.waiting;
   }
 
   /** True once the lease's local deadline passed at `now` without a renewal. */
@@ -142,18 +150,7 @@ export class RunningTask {
       this.abort('lease-lost');
       return;
     }
-    // An answer that leaves other questions outstanding keeps the task INPUT_REQUIRED: the
-    // handler resumes only once the task is WORKING with every answer stored.
-    const waiting = this.waitingFor;
-    if (
-      waiting &&
-      row.status === 'working' &&
-      waiting.keys.every((key) => Object.hasOwn(row.answers, key))
-    ) {
-      this.waitingFor = null;
-      this.timeout.start();
-      waiting.resolve(answersTo(waiting.keys, row.answers));
-    }
+    if (this.input.resumeOn(row)) this.timeout.start();
   }
 
   private async run(kind: TaskKind<any, any>): Promise<void> {
@@ -165,7 +162,7 @@ export class RunningTask {
       lease,
       signal: controller.signal,
       progressThrottleMs,
-      ask: (requests) => this.askForInputs(requests),
+      ask: (requests) => this.input.ask(this.row, requests),
     });
     const taskLog = log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
     taskLog.debug({ workerId: lease.workerId }, 'task claimed');
@@ -204,7 +201,7 @@ export class RunningTask {
       this.timeout.clear();
       clearTimeout(this.expiryTimer);
       this.unwatch();
-      this.waitingFor = null;
+      this.input.end();
       this.options.ended(this);
     }
   }
@@ -252,53 +249,4 @@ export class RunningTask {
     this.abort('timeout');
     void this.endAttempt(failure, this.options.log.child({ taskId: this.row.id }));
   }
-
-  /**
-   * The handler's `requestInput` and `requestInputs`: the answers already given, or
-   * INPUT_REQUIRED with the questions not yet answered until every one is.
-   */
-  private askForInputs(requests: readonly InputQuestion[]): Promise<Record<string, unknown>> {
-    const { signal } = this.controller;
-    signal.throwIfAborted();
-    const keys = requests.map((request) => request.key);
-    if (new Set(keys).size !== keys.length)
-      return Promise.reject(new TypeError(`Input keys must differ: ${JSON.stringify(keys)}.`));
-    const { answers } = this.row;
-    const [first, ...rest] = requests
-      .filter((request) => !Object.hasOwn(answers, request.key))
-      .map(({ key, message, schema }) => ({ key, message, ...(schema ? { schema } : {}) }));
-    if (!first) return Promise.resolve(answersTo(keys, answers));
-    let asked: Promise<TaskRow | undefined>;
-    try {
-      asked = markInputRequired(this.options.db, this.row.id, this.lease, [first, ...rest]);
-    } catch (err) {
-      return Promise.reject(err); // a schema JSON cannot express: nothing was asked
-    }
-    this.timeout.pause();
-    return new Promise<Record<string, unknown>>((resolve, reject) => {
-      this.waitingFor = { keys, resolve };
-      this.options.freed(false);
-      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-      asked.then(
-        (row) => {
-          if (!row) void whyLost(this.options.db, this.row.id).then((cause) => this.abort(cause));
-        },
-        (err: unknown) => {
-          this.options.log.warn(
-            { err: coerceError(err), taskId: this.row.id },
-            'could not ask for input',
-          );
-          this.abort('lease-lost');
-        },
-      );
-    });
-  }
-}
-
-/** The stored answers to `keys`, by key. */
-function answersTo(
-  keys: readonly string[],
-  answers: Record<string, unknown>,
-): Record<string, unknown> {
-  return Object.fromEntries(keys.map((key) => [key, answers[key]]));
 }
