@@ -14,6 +14,7 @@ import { OutcomeRecorder } from './outcome.js';
 import { type Reservation, Reservations } from './reservations.js';
 import { RunningTask, type RunningTaskOptions } from './running-task.js';
 import { recordClaim } from './trace.js';
+import { windDown } from './wind-down.js';
 
 export { type AbortCause, TaskAbortedError } from './aborted.js';
 
@@ -260,11 +261,7 @@ export class Runner {
     task.start(kind);
   }
 
-  /**
-   * Stops claiming, gives back the tasks queued but not started, lets running handlers finish
-   * for `graceMs`, aborts the rest and gives their leases back. A lease given back does not
-   * count the attempt, and another worker takes the task at once.
-   */
+  /** Stops claiming, then winds down what this process holds (see `windDown`). */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     clearInterval(this.backstopTimer);
@@ -272,42 +269,17 @@ export class Runner {
     for (const off of this.unsubscribe) off();
     // A claim in flight gives back what it got (see claimLoop) while the database is still open.
     await Promise.race([this.waker.pass, sleep(1_000)]);
-    const queued = this.queue.takeAll();
-    const requeued = releaseLeases(this.options.db, this.options.workerId, queued).catch(
-      (err: unknown) => {
-        this.options.log.error(
-          { err: coerceError(err) },
-          'could not give back queued tasks; their leases lapse after TASK_LEASE_MS',
-        );
-        return 0;
+    const { db, log, workerId } = this.options;
+    await windDown(
+      {
+        db,
+        log,
+        workerId,
+        queue: this.queue,
+        tasks: () => [...this.tasks.values()],
+        leases: this.leases,
       },
+      graceMs,
     );
-    // Heartbeats go on through the grace period: a lapsed lease would let another worker run
-    // a task this process is still finishing.
-    const all = () => Promise.all([...this.tasks.values()].map((task) => task.done));
-    const busy = [...this.tasks.values()].filter((task) => !task.waiting);
-    if (busy.length > 0)
-      await Promise.race([Promise.all(busy.map((task) => task.done)), sleep(graceMs)]);
-    const left = [...this.tasks.values()];
-    for (const task of left) task.abort('shutdown');
-    await Promise.race([all(), sleep(1_000)]);
-    await this.leases.stop();
-    const released = await releaseLeases(
-      this.options.db,
-      this.options.workerId,
-      left.map((task) => ({ id: task.id, attempt: task.lease.attempt })),
-    ).catch((err: unknown) => {
-      this.options.log.error(
-        { err: coerceError(err) },
-        'could not release leases; they lapse after TASK_LEASE_MS',
-      );
-      return 0;
-    });
-    const givenBack = await requeued;
-    if (left.length > 0 || queued.length > 0)
-      this.options.log.info(
-        { aborted: left.length, released, queued: queued.length, givenBack },
-        'runner stopped',
-      );
   }
 }
