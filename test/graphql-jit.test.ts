@@ -130,6 +130,31 @@ describe('a compiled operation answers as the interpreted one did', () => {
     expect(wrong.errors[0].message).toMatch(/\$id/);
   });
 
+  it("a JSON literal that holds a variable takes each run's value", async () => {
+    // graphql-jit folds a scalar's literal once, at compile time, without the variables.
+    const query = `mutation ($ms: Int!) {
+      startTask(input: { kind: "sleep", input: { ms: $ms } }) { input }
+    }`;
+    executors.length = 0;
+    const inputs = [];
+    for (let run = 0; run < RUNS; run++) {
+      const answer = await ask(query, { ms: 3_500_000 + run }, tokens.alice!);
+      inputs.push(JSON.parse(answer.body).data?.startTask.input);
+    }
+    expect(inputs).toEqual(Array.from({ length: RUNS }, (_, run) => ({ ms: 3_500_000 + run })));
+  });
+
+  it('a JSON literal without variables is compiled and answers as interpreted', async () => {
+    const query =
+      'mutation { startTask(input: { kind: "sleep", input: { ms: 3500000 } }) { input } }';
+    executors.length = 0;
+    const inputs = [];
+    for (let run = 0; run < RUNS; run++)
+      inputs.push(JSON.parse((await ask(query, {}, tokens.alice!)).body).data?.startTask.input);
+    expect(inputs).toEqual(Array.from({ length: RUNS }, () => ({ ms: 3_500_000 })));
+    expect(executors.at(-1)).not.toBe(executors[0]);
+  });
+
   it('a query over GET', async () => {
     executors.length = 0;
     const query = `${POLL_HANDLE}\n# over GET`;

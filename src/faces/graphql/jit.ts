@@ -6,6 +6,7 @@ import {
   getOperationAST,
   type OperationDefinitionNode,
   type SourceLocation,
+  visit,
 } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import type { Plugin } from 'graphql-yoga';
@@ -46,7 +47,7 @@ export function useHotOperationJit(after = JIT_AFTER_RUNS): Plugin {
       if (entry.compiled === undefined) {
         entry.runs += 1;
         if (entry.runs <= after) return;
-        entry.compiled = compile(args);
+        entry.compiled = literalsAreConstant(args.document) ? compile(args) : null;
       }
       const compiled = entry.compiled;
       if (!compiled) return;
@@ -96,6 +97,26 @@ function offsetOf(body: string, { line, column }: SourceLocation): number {
     start = ends.lastIndex;
   }
   return start + column - 1;
+}
+
+/**
+ * No variable is inside a list or object literal (fragments included). graphql-jit folds a custom scalar's literal
+ * (a JSON argument written inline) once, when it compiles, without the variables: a variable
+ * inside it would be read as absent on every compiled run. Such an operation stays interpreted;
+ * what clients send (`startTask(input: $input)`) has its variables at the top of an argument.
+ */
+function literalsAreConstant(document: DocumentNode): boolean {
+  let depth = 0;
+  let constant = true;
+  const nest = { enter: () => void depth++, leave: () => void depth-- };
+  visit(document, {
+    ListValue: nest,
+    ObjectValue: nest,
+    Variable() {
+      if (depth > 0) constant = false;
+    },
+  });
+  return constant;
 }
 
 /** The compiled operation, or null when graphql-jit cannot compile it (it then stays interpreted). */
