@@ -10,6 +10,9 @@ import { createServer, type Server, Socket } from 'node:net';
  * - `blackhole()`: packets are dropped. Nothing is forwarded and nothing is read, in either
  *   direction, on open connections and on new ones (which connect, as a SYN to a live host
  *   would, and then hear nothing).
+ * - `deafen()`: what the client sends still reaches the server (a query runs, a commit
+ *   happens) and nothing comes back, on open connections and on new ones (which then never
+ *   finish connecting): an answer lost after the commit.
  * - `restore()`: traffic flows again; what was held back is delivered, as TCP retransmits it.
  *
  * While traffic is held the proxy notes which connections have something to send (a query
@@ -30,6 +33,7 @@ export interface TcpProxy {
   until(condition: () => boolean): Promise<void>;
   reset(): void;
   blackhole(): void;
+  deafen(): void;
   restore(): void;
   close(): Promise<void>;
 }
@@ -46,6 +50,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     throw new Error(`the test proxy forwards to loopback only, not ${target.host}`);
   const pairs = new Set<Pair>();
   let holding = false;
+  let deaf = false;
   let accepted = 0;
   const changes = new EventEmitter();
 
@@ -65,10 +70,17 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     const { client, upstream } = pair;
     pair.stalled = false;
     client.removeAllListeners('readable');
+    client.unpipe(upstream);
+    upstream.unpipe(client);
     client.pipe(upstream);
     upstream.pipe(client);
     client.resume();
     upstream.resume();
+  };
+
+  const deafen = ({ client, upstream }: Pair) => {
+    upstream.unpipe(client);
+    upstream.pause();
   };
 
   const server: Server = createServer({ pauseOnConnect: true }, (client) => {
@@ -88,7 +100,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     upstream.on('error', drop).on('close', drop);
     if (holding) hold(pair);
     upstream.connect(target.port, target.host, () => {
-      if (!holding) flow(pair);
+      if (holding) return;
+      flow(pair);
+      if (deaf) deafen(pair);
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -132,8 +146,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       holding = true;
       for (const pair of pairs) hold(pair);
     },
+    deafen() {
+      deaf = true;
+      for (const pair of pairs) deafen(pair);
+    },
     restore() {
       holding = false;
+      deaf = false;
       for (const pair of pairs) if (pair.upstream.readyState === 'open') flow(pair);
     },
     close() {
