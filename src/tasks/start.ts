@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DatabaseUnavailable } from '../db/faults.js';
 import type { Executor, TaskRow } from '../db/types.js';
 import { ServiceError } from '../errors.js';
 import { currentTraceParent } from '../tracing/tracer.js';
@@ -110,15 +111,21 @@ export async function storeHere(
   // The stored row goes to this process's row cache, so that the polls and the subscription
   // that follow a start need not read it back.
   const writes = events.writing([task.id]);
-  let stored: StoredStart | undefined;
+  let stored: StoredStart;
   try {
     stored = await store(reservation ? { ...entry, lease: reservation.lease } : entry);
-  } finally {
-    events.written(writes, stored ? [stored.row] : []);
-    if (reservation) {
-      if (stored?.created) reservation.inserted(stored.row);
-      else reservation.abandoned();
-    }
+  } catch (err) {
+    events.written(writes, []);
+    // A refusal stored nothing; any other failure may have come after the commit.
+    if (err instanceof ServiceError && !(err instanceof DatabaseUnavailable))
+      reservation?.abandoned();
+    else reservation?.lost(task.id);
+    throw err;
+  }
+  events.written(writes, [stored.row]);
+  if (reservation) {
+    if (stored.created) reservation.inserted(stored.row);
+    else reservation.abandoned();
   }
   return stored;
 }

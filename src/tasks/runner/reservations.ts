@@ -1,5 +1,7 @@
-import type { TaskRow } from '../../db/types.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Executor, TaskRow } from '../../db/types.js';
 import type { InsertLease } from '../sql/insert.js';
+import { releaseLeases } from '../sql/leases.js';
 
 /**
  * A slot of this process's runner promised to one task about to be inserted already leased to
@@ -9,8 +11,13 @@ export interface Reservation {
   readonly lease: InsertLease;
   /** The task was stored leased (its row as the insert returned it): run it now. */
   inserted(row: TaskRow): void;
-  /** Nothing was stored under the lease (a refusal, an idempotent replay, a failed write). */
+  /** Nothing was stored under the lease (a refusal, an idempotent replay). */
   abandoned(): void;
+  /**
+   * The write failed without a refusal: it may have committed, its answer lost, and task `id`
+   * be stored leased to this process.
+   */
+  lost(id: string): void;
 }
 
 /** The runner's side of its reservations: what it does when one settles. */
@@ -18,6 +25,7 @@ export interface ReservationSettler {
   /** @param sentAt when the slot was promised: the lease runs from no earlier than this */
   inserted(row: TaskRow, sentAt: number): void;
   abandoned(): void;
+  lost(id: string): void;
 }
 
 /** Hands out reservations and counts those not yet settled (each takes a slot meanwhile). */
@@ -47,6 +55,34 @@ export class Reservations {
       abandoned: () => {
         if (close()) this.settler.abandoned();
       },
+      lost: (id) => {
+        if (close()) this.settler.lost(id);
+      },
     };
+  }
+}
+
+/** Between two tries of `giveBack` while the database is unavailable. */
+const GIVE_BACK_RETRY_MS = 1_000;
+
+/**
+ * Gives back task `id`, which may be stored leased to this process (a reservation `lost`): its
+ * lease goes, the attempt uncounted, and another claim takes it at once rather than after the
+ * lease lapses; a no-op if it was not stored. The answer was lost to a fault of the database or
+ * of the way to it, so a failed try is tried again, for as long as the lease would hold.
+ */
+export async function giveBack(
+  db: Executor,
+  { workerId, leaseMs }: InsertLease,
+  id: string,
+  stopping: () => boolean,
+): Promise<void> {
+  for (const until = Date.now() + leaseMs; !stopping() && Date.now() < until; ) {
+    try {
+      await releaseLeases(db, workerId, [{ id, attempt: 1 }]);
+      return;
+    } catch {
+      await sleep(GIVE_BACK_RETRY_MS);
+    }
   }
 }

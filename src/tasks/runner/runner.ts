@@ -11,7 +11,7 @@ import { ClaimWaker } from './claim-waker.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LocalQueue } from './local-queue.js';
 import { OutcomeRecorder } from './outcome.js';
-import { type Reservation, Reservations } from './reservations.js';
+import { giveBack, type Reservation, Reservations } from './reservations.js';
 import { RunningTask, type RunningTaskOptions } from './running-task.js';
 import { recordClaim } from './trace.js';
 import { windDown } from './wind-down.js';
@@ -97,6 +97,10 @@ export class Runner {
         },
         // The slot is free again: claim if a task was announced while it was promised.
         abandoned: () => {
+          if (!this.exhausted) this.wake();
+        },
+        lost: (id) => {
+          void giveBack(db, { workerId, leaseMs }, id, () => this.stopping);
           if (!this.exhausted) this.wake();
         },
       },
