@@ -187,12 +187,15 @@ export class TaskEvents {
       this.watched.set(id, entry);
     }
     entry.watchers.add(watcher);
-    return () => {
-      const current = this.watched.get(id);
-      if (!current) return;
-      current.watchers.delete(watcher);
-      if (current.watchers.size === 0) this.watched.delete(id);
-    };
+    return () => this.unwatch(id, watcher);
+  }
+
+  /** Stops calling `watcher` for task `id` (what `watch` returns does the same). */
+  unwatch(id: string, watcher: RowWatcher): void {
+    const entry = this.watched.get(id);
+    if (!entry) return;
+    entry.watchers.delete(watcher);
+    if (entry.watchers.size === 0) this.watched.delete(id);
   }
 
   /** Number of tasks watched in this process, for metrics (`/metrics`). */
