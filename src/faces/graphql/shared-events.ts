@@ -76,15 +76,20 @@ class EventResults implements AsyncIterableIterator<ExecutionResult> {
     private readonly resultOf: ResultOf,
   ) {}
 
-  async next(): Promise<IteratorResult<ExecutionResult>> {
-    const step = await this.events.next();
-    if (step.done) return step;
-    try {
-      const result = this.resultOf(this.args, this.viewer, step.value);
-      return { done: false, value: result instanceof Promise ? await result : result };
-    } catch (err) {
-      return this.close(err);
-    }
+  // A promise chain, not an async function: an idle subscriber waits here, and a suspended
+  // async function holds several times what one pending callback does.
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    return this.events.next().then((step) => {
+      if (step.done) return step;
+      try {
+        const result = this.resultOf(this.args, this.viewer, step.value);
+        return result instanceof Promise
+          ? result.then(nextResult, (err: unknown) => this.close(err))
+          : nextResult(result);
+      } catch (err) {
+        return this.close(err);
+      }
+    });
   }
 
   async return(): Promise<IteratorResult<ExecutionResult>> {
@@ -106,6 +111,11 @@ class EventResults implements AsyncIterableIterator<ExecutionResult> {
     return this;
   }
 }
+
+const nextResult = (value: ExecutionResult): IteratorResult<ExecutionResult> => ({
+  done: false,
+  value,
+});
 
 /** Everything besides the event a result depends on; undefined: not shareable. */
 function viewerKey(args: ExecutionArgs): string | undefined {

@@ -23,7 +23,13 @@ const internalError = (err: unknown) => {
     : reason;
 };
 
-const uncork = (connection: Connection) => connection.uncork();
+/** Connections whose writes wait for the end of this tick; one tick task for all of them. */
+let corked: Connection[] = [];
+const uncorkAll = () => {
+  const due = corked;
+  corked = [];
+  for (const connection of due) connection.uncork();
+};
 const initTimeout = (connection: Connection) =>
   connection.close(CloseCode.ConnectionInitialisationTimeout, 'Connection initialisation timeout');
 
@@ -81,7 +87,7 @@ export class Connection {
     if (!this.corked) {
       this.corked = true;
       this.tcp.cork();
-      process.nextTick(uncork, this);
+      if (corked.push(this) === 1) process.nextTick(uncorkAll);
     }
     this.socket.send(frame);
     if (!this.tcp.writableNeedDrain) return undefined;

@@ -4,13 +4,15 @@ import type { TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import { READY_CHANNEL, TASK_CHANNEL } from '../sql/common.js';
 import { DELIVERY_CHANNEL } from '../webhooks/store.js';
+import { Handout, type RowWatcher } from './handout.js';
 import { type PendingWrite, RowCache, type RowCacheOptions } from './row-cache.js';
 
-/** Called with the task's row as re-read after a change, or `undefined` once the row is gone. */
-export type RowWatcher = (row: TaskRow | undefined) => void;
+export type { RowWatcher };
 
 interface Watched {
   watchers: Set<RowWatcher>;
+  /** Hands rows to the watchers, a part of them a turn. */
+  handout: Handout;
   /** Highest version announced by NOTIFY or already read. */
   announced: number;
   /** Highest version read and delivered. */
@@ -128,7 +130,7 @@ export class TaskEvents {
       const entry = this.watched.get(row.id);
       if (!entry || row.version <= entry.delivered) continue;
       entry.announced = Math.max(entry.announced, row.version);
-      this.deliver(entry, row.id, row);
+      this.deliver(entry, row);
     }
     for (const id of ids) {
       const entry = this.watched.get(id);
@@ -176,8 +178,12 @@ export class TaskEvents {
   watch(id: string, watcher: RowWatcher): () => void {
     let entry = this.watched.get(id);
     if (!entry) {
+      const watchers = new Set<RowWatcher>();
       entry = {
-        watchers: new Set(),
+        watchers,
+        handout: new Handout(watchers, (err) =>
+          this.log.error({ err: coerceError(err), taskId: id }, 'task watcher threw'),
+        ),
         announced: 0,
         delivered: 0,
         reading: false,
@@ -187,12 +193,15 @@ export class TaskEvents {
       this.watched.set(id, entry);
     }
     entry.watchers.add(watcher);
-    return () => {
-      const current = this.watched.get(id);
-      if (!current) return;
-      current.watchers.delete(watcher);
-      if (current.watchers.size === 0) this.watched.delete(id);
-    };
+    return () => this.unwatch(id, watcher);
+  }
+
+  /** Stops calling `watcher` for task `id` (what `watch` returns does the same). */
+  unwatch(id: string, watcher: RowWatcher): void {
+    const entry = this.watched.get(id);
+    if (!entry) return;
+    entry.watchers.delete(watcher);
+    if (entry.watchers.size === 0) this.watched.delete(id);
   }
 
   /** Number of tasks watched in this process, for metrics (`/metrics`). */
@@ -212,16 +221,10 @@ export class TaskEvents {
     if (!this.writes.has(id)) this.refresh(id);
   }
 
-  /** Hands `row` (`undefined`: gone) to every watcher of the task. */
-  private deliver(entry: Watched, id: string, row: TaskRow | undefined): void {
+  /** Hands `row` (`undefined`: gone) to every watcher of the task (see Handout). */
+  private deliver(entry: Watched, row: TaskRow | undefined): void {
     entry.delivered = row?.version ?? entry.delivered;
-    for (const watcher of [...entry.watchers]) {
-      try {
-        watcher(row);
-      } catch (err) {
-        this.log.error({ err: coerceError(err), taskId: id }, 'task watcher threw');
-      }
-    }
+    entry.handout.give(row);
   }
 
   private refresh(id: string): void {
@@ -237,7 +240,7 @@ export class TaskEvents {
     this.rows.read(id).then(
       (row) => {
         entry.reading = false;
-        if (!row || row.version > entry.delivered) this.deliver(entry, id, row);
+        if (!row || row.version > entry.delivered) this.deliver(entry, row);
         if (
           entry.again &&
           (entry.forced || entry.announced > entry.delivered) &&

@@ -1,4 +1,5 @@
 import type { TaskRow } from '../../db/types.js';
+import { Deadlines } from '../../deadlines.js';
 import { notFound } from '../../errors.js';
 import { isTerminal } from '../status.js';
 import { type Task, toTask, visible } from '../task.js';
@@ -21,6 +22,98 @@ function taskOf(row: TaskRow): Task {
 }
 
 /**
+ * When followers end: the subscribers of one task (or of tokens of one instant) share a timer.
+ */
+const endings = new Deadlines<TaskFollower>((follower) => follower.end());
+
+const DONE: IteratorResult<Task> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * One subscriber's stream of one task (see `subscribeToTask`). A class, not closures: what
+ * ten thousand subscribers of a task hold is ten thousand of these and their hub entries.
+ */
+class TaskFollower implements AsyncIterableIterator<Task> {
+  /** The newest undelivered row. */
+  private pending: TaskRow | undefined;
+  private lastVersion = 0;
+  private ended = false;
+  /** The `next()` waiting for a row or the end. */
+  private waiting: ((step: IteratorResult<Task>) => void) | undefined;
+  /** The hub's callback: this follower's `offer`, bound once. */
+  readonly watcher: (row: TaskRow | undefined) => void;
+
+  constructor(
+    private readonly events: TaskEvents,
+    private readonly id: string,
+    private readonly until: number | undefined,
+  ) {
+    this.watcher = this.offer.bind(this);
+  }
+
+  /** A row read after a change (`undefined`: the task is gone). */
+  offer(row: TaskRow | undefined): void {
+    if (this.ended) return;
+    if (!row || row.expires_at.getTime() <= Date.now()) {
+      this.end();
+      return;
+    }
+    if (row.version <= Math.max(this.lastVersion, this.pending?.version ?? 0)) return;
+    this.pending = row;
+    this.wake();
+  }
+
+  /** Ends the stream once what is pending has been taken. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.events.unwatch(this.id, this.watcher);
+    endings.delete(this);
+    this.wake();
+  }
+
+  /** Ends at `epochMs` (the task's expiry or the subscriber's `until`, whichever is first). */
+  endAt(epochMs: number): void {
+    if (!this.ended) endings.add(this, epochMs);
+  }
+
+  next(): Promise<IteratorResult<Task>> {
+    if (this.pending || this.ended) return Promise.resolve(this.take());
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  return(): Promise<IteratorResult<Task>> {
+    this.end();
+    this.pending = undefined;
+    return Promise.resolve(DONE);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private wake(): void {
+    const waiting = this.waiting;
+    if (!waiting) return;
+    this.waiting = undefined;
+    waiting(this.take());
+  }
+
+  private take(): IteratorResult<Task> {
+    const row = this.pending;
+    this.pending = undefined;
+    if (!row) return DONE;
+    const now = Date.now();
+    if (row.expires_at.getTime() <= now || (this.until !== undefined && this.until <= now)) {
+      this.end();
+      return DONE;
+    }
+    this.lastVersion = row.version;
+    if (isTerminal(row.status)) this.end();
+    return { done: false, value: taskOf(row) };
+  }
+}
+
+/**
  * Follows one task for one subscriber. Memory per subscriber is bounded: only the newest
  * undelivered row is kept (a slow consumer skips intermediate versions, never the final one,
  * since the final version is always the newest). Versions only increase. The stream ends at
@@ -33,67 +126,21 @@ export async function subscribeToTask(
   owner: string | null,
   until?: number,
 ): Promise<AsyncIterableIterator<Task>> {
-  let pending: TaskRow | undefined;
-  let lastVersion = 0;
-  let ended = false;
-  let wake: (() => void) | undefined;
-  let expiry: NodeJS.Timeout | undefined;
-
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    unwatch();
-    clearTimeout(expiry);
-    wake?.();
-  };
-  const offer = (row: TaskRow | undefined) => {
-    if (ended) return;
-    if (!row || row.expires_at.getTime() <= Date.now()) return end();
-    if (row.version <= Math.max(lastVersion, pending?.version ?? 0)) return;
-    pending = row;
-    wake?.();
-  };
-
+  const follower = new TaskFollower(events, id, until);
   // Watch first, then read: a change between the two is not lost.
-  const unwatch = events.watch(id, offer);
+  events.watch(id, follower.watcher);
   let current: TaskRow | undefined;
   try {
     current = await events.read(id);
   } catch (err) {
-    unwatch();
+    events.unwatch(id, follower.watcher);
     throw err;
   }
   if (!visible(current, owner)) {
-    unwatch();
+    events.unwatch(id, follower.watcher);
     throw notFound();
   }
-  offer(current);
-  const endAt = Math.min(current.expires_at.getTime(), until ?? Infinity);
-  expiry = setTimeout(end, Math.max(0, Math.min(2 ** 31 - 1, endAt - Date.now())));
-
-  const iterator: AsyncIterableIterator<Task> = {
-    async next(): Promise<IteratorResult<Task>> {
-      while (!pending && !ended) await new Promise<void>((resolve) => (wake = resolve));
-      wake = undefined;
-      const row = pending;
-      pending = undefined;
-      if (!row) return { done: true, value: undefined };
-      if (row.expires_at.getTime() <= Date.now() || (until !== undefined && until <= Date.now())) {
-        end();
-        return { done: true, value: undefined };
-      }
-      lastVersion = row.version;
-      if (isTerminal(row.status)) end();
-      return { done: false, value: taskOf(row) };
-    },
-    async return(): Promise<IteratorResult<Task>> {
-      end();
-      pending = undefined;
-      return { done: true, value: undefined };
-    },
-    [Symbol.asyncIterator]() {
-      return iterator;
-    },
-  };
-  return iterator;
+  follower.offer(current);
+  follower.endAt(Math.min(current.expires_at.getTime(), until ?? Infinity));
+  return follower;
 }
