@@ -1,14 +1,13 @@
 import { EventEmitter, once } from 'node:events';
 import { createClient } from 'graphql-ws';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { mintToken } from '../src/auth/mint.js';
-import { SECRET } from './helpers/app.js';
-import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
+import { backend, freshDatabaseAndClient, type TestDatabase } from './helpers/db.js';
 import { FOLLOW_VERSIONS as FOLLOW } from './helpers/operations.js';
 import { gqlAt, type ServerProcess, spawnServer } from './helpers/process.js';
-import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
+import { readWriteToken } from './helpers/secret.js';
+import { proxyFor, type TcpProxy } from './helpers/tcp-proxy.js';
 
 /**
  * Database faults a polite `pg_terminate_backend` does not produce, between a real server
@@ -116,22 +115,15 @@ describe.skipIf(backend === 'pglite')(
   { timeout: 90_000 },
   () => {
     beforeAll(async () => {
-      database = await freshDatabase();
-      direct = new pg.Client({ connectionString: database.url });
-      await direct.connect();
-      token = await mintToken(SECRET, {
-        sub: 'alice',
-        scopes: ['tasks:read', 'tasks:write'],
-        ttl: '1h',
-      });
+      ({ database, client: direct } = await freshDatabaseAndClient());
+      token = await readWriteToken();
     });
     afterAll(async () => {
       await direct?.end();
       await database?.drop();
     });
     beforeEach(async () => {
-      const target = new URL(database.url!);
-      proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+      proxy = await proxyFor(database.url!);
       server = await spawnServer({
         role: 'all',
         databaseUrl: proxy.via(database.url!),

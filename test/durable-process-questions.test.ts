@@ -1,10 +1,10 @@
 import { once } from 'node:events';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
-import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
+import { backend, freshDatabaseAndClient, type TestDatabase } from './helpers/db.js';
 import { gqlAt, type NodeProcess, spawnNode } from './helpers/process.js';
+import { readWriteToken } from './helpers/secret.js';
 
 /**
  * A task with several questions outstanding across real server processes sharing one Postgres
@@ -61,14 +61,8 @@ describe.runIf(backend === 'pg')('several questions across processes', { timeout
     ).rows[0]!;
 
   beforeAll(async () => {
-    database = await freshDatabase();
-    client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    token = await mintToken(SECRET, {
-      sub: 'alice',
-      scopes: ['tasks:read', 'tasks:write'],
-      ttl: '1h',
-    });
+    ({ database, client } = await freshDatabaseAndClient());
+    token = await readWriteToken();
   });
   afterAll(async () => {
     for (const server of servers) server.node.child.kill('SIGKILL');

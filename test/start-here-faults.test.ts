@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../src/auth/mint.js';
-import { SECRET } from './helpers/app.js';
-import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
-import { type ServerProcess, spawnServer } from './helpers/process.js';
-import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
+import { backend, freshDatabaseAndClient, type TestDatabase } from './helpers/db.js';
+import { START_HANDLE } from './helpers/operations.js';
+import { gqlAt, type ServerProcess, spawnServer } from './helpers/process.js';
+import { readWriteToken } from './helpers/secret.js';
+import { proxyFor, type TcpProxy } from './helpers/tcp-proxy.js';
 
 /**
  * A start inserted already claimed by its own process (docs/kinds.md) whose answer is lost
@@ -19,7 +19,6 @@ import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
 /** Far longer than the test waits: a task left leased would not run within it. */
 const LEASE_MS = 120_000;
 const LIST = 'query { tasks(first: 1) { edges { node { id } } } }';
-const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id status } }`;
 
 let database: TestDatabase;
 let proxy: TcpProxy;
@@ -27,15 +26,8 @@ let server: ServerProcess;
 let direct: pg.Client;
 let token: string;
 
-async function graphql(query: string, variables: Record<string, unknown>) {
-  const response = await fetch(`${server.url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-    signal: AbortSignal.timeout(20_000),
-  });
-  return (await response.json()) as any;
-}
+const graphql = (query: string, variables: Record<string, unknown>) =>
+  gqlAt(server.url, query, variables, token);
 
 /** The task stored under `key`, as Postgres has it now. */
 async function storedUnder(key: string) {
@@ -48,16 +40,9 @@ async function storedUnder(key: string) {
 
 describe.skipIf(backend === 'pglite')('a start that is its own claim, its answer lost', () => {
   beforeAll(async () => {
-    database = await freshDatabase();
-    direct = new pg.Client({ connectionString: database.url });
-    await direct.connect();
-    token = await mintToken(SECRET, {
-      sub: 'alice',
-      scopes: ['tasks:read', 'tasks:write'],
-      ttl: '1h',
-    });
-    const target = new URL(database.url!);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    ({ database, client: direct } = await freshDatabaseAndClient());
+    token = await readWriteToken();
+    proxy = await proxyFor(database.url!);
     server = await spawnServer({
       role: 'all',
       databaseUrl: proxy.via(database.url!),
@@ -78,7 +63,7 @@ describe.skipIf(backend === 'pglite')('a start that is its own claim, its answer
 
   it('runs at once, not after its lease lapses', { timeout: 90_000 }, async () => {
     // A first start: the slot and the pool are warm, and the runner knows no task is waiting.
-    const first = await graphql(START, { input: { kind: 'sleep', input: { ms: 0 } } });
+    const first = await graphql(START_HANDLE, { input: { kind: 'sleep', input: { ms: 0 } } });
     expect(first.errors).toBeUndefined();
     const { input, row } = await startLosingTheAnswer();
 
@@ -91,8 +76,8 @@ describe.skipIf(backend === 'pglite')('a start that is its own claim, its answer
     }
     expect(now).toMatchObject({ status: 'completed', attempt: 1 });
     // The retry the client makes finds it, completed.
-    const replay = await graphql(START, { input });
-    expect(replay.data.startTask).toEqual({ id: row.id, status: 'COMPLETED' });
+    const replay = await graphql(START_HANDLE, { input });
+    expect(replay.data.startTask).toMatchObject({ id: row.id, status: 'COMPLETED' });
     expect(server.child.exitCode).toBeNull();
   });
 });
@@ -110,7 +95,7 @@ async function startLosingTheAnswer() {
     while ((await graphql(LIST, {})).errors) await sleep(100);
     proxy.deafen();
     const input = { kind: 'sleep', input: { ms: 0 }, idempotencyKey: randomUUID() };
-    const answer = graphql(START, { input });
+    const answer = graphql(START_HANDLE, { input });
     let row = await storedUnder(input.idempotencyKey);
     for (const waitUntil = Date.now() + 3_000; !row && Date.now() < waitUntil; ) {
       await sleep(20);

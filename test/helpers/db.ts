@@ -13,6 +13,20 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/**
+ * A fresh database (see `freshDatabase`) and a client of the test's own on it, connected: what
+ * Postgres holds, read past the server under test (Postgres only).
+ */
+export async function freshDatabaseAndClient(): Promise<{
+  database: TestDatabase;
+  client: pg.Client;
+}> {
+  const database = await freshDatabase();
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  return { database, client };
+}
+
 /** A throwaway, migrated database, cloned from the run's template. */
 export async function freshDatabase(): Promise<TestDatabase> {
   const pooled = process.env.DATABASE_URL;

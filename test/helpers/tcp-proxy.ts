@@ -45,6 +45,12 @@ interface Pair {
   stalled: boolean;
 }
 
+/** A proxy in front of the Postgres server of `databaseUrl`. */
+export function proxyFor(databaseUrl: string): Promise<TcpProxy> {
+  const target = new URL(databaseUrl);
+  return startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+}
+
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   if (target.host !== '127.0.0.1' && target.host !== 'localhost' && target.host !== '::1')
     throw new Error(`the test proxy forwards to loopback only, not ${target.host}`);
