@@ -100,10 +100,11 @@ function offsetOf(body: string, { line, column }: SourceLocation): number {
 }
 
 /**
- * No variable is inside a list or object literal (fragments included). graphql-jit folds a custom scalar's literal
- * (a JSON argument written inline) once, when it compiles, without the variables: a variable
- * inside it would be read as absent on every compiled run. Such an operation stays interpreted;
- * what clients send (`startTask(input: $input)`) has its variables at the top of an argument.
+ * No variable is inside a list or object literal, fragments included. graphql-jit folds a
+ * custom scalar's literal (a JSON argument written inline) once, when it compiles, without the
+ * variables: a variable inside it would be read as absent on every compiled run. Such an
+ * operation stays interpreted; what clients send (`startTask(input: $input)`) has its variables
+ * at the top of an argument.
  */
 function literalsAreConstant(document: DocumentNode): boolean {
   let depth = 0;
