@@ -24,6 +24,8 @@ const config = loadConfig();
 const log = createLogger(config);
 // As main does: tracing first when OTEL_* asks (the tracing row), then the app's modules.
 const tracing = await startTracing(config.tracing);
+// BENCH_TIMELINE=1: marks along the event path, for bench/event-timeline.ts.
+const timeline = process.env.BENCH_TIMELINE === '1' ? await import('./timeline.js') : undefined;
 const { createApp } = await import('../src/app.js');
 // BENCH_YOGA_ONLY=1: a plugin with a request hook, so every request goes through yoga's own
 // HTTP layer (the direct POST path steps aside): the A/B row of the accept and poll sections.
@@ -61,6 +63,8 @@ process.on('message', async (message: { type: string; file?: string }) => {
   if (message.type === 'heap')
     process.send!({ type: 'heap', file: writeHeapSnapshot(message.file) });
   if (message.type === 'cache') process.send!({ type: 'cache', ...app.events.cacheStats });
+  if (message.type === 'timeline')
+    process.send!({ type: 'timeline', marks: timeline?.takeMarks() ?? [] });
   if (message.type === 'stop')
     void app
       .stop()
