@@ -33,6 +33,18 @@ export const PREPARED = '/* prepared */';
 /** {@link PREPARED} for a kysely `sql` template: sql`${prepared} select …`. */
 export const prepared = sql.raw(PREPARED);
 
+/** SQLSTATE of a statement sent in a transaction that an earlier error aborted. */
+const IN_FAILED_TRANSACTION = '25P02';
+
+/**
+ * Postgres refusing a prepared statement because the tables it reads changed shape since it
+ * was prepared (SQLSTATE 0A000, raised while re-planning it).
+ */
+function planOutdated(err: unknown): boolean {
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  return code === '0A000' && message === 'cached plan must not change result type';
+}
+
 const names = new Map<string, string>();
 /**
  * The statement name for a text that starts with {@link PREPARED}: hot statements of a fixed
@@ -60,6 +72,11 @@ function preparedName(text: string): string | undefined {
  *   fails its query, and the pool drops it on release;
  * - a query that timed out on the client side leaves pg waiting for an answer on that
  *   connection (the next query would queue behind it), so the connection is ended instead;
+ * - a prepared statement whose result type a migration changed since the connection prepared
+ *   it (a column added to `tasks`: Postgres refuses it with "cached plan must not change
+ *   result type", as a process still running while a newer one migrates would see) is sent
+ *   again unnamed, parsed afresh, and the connection is dropped on release, so that the pool
+ *   replaces it with one that prepares against the new schema;
  * - connection faults are classified at this one place, for every face.
  */
 export function guardedPool(
@@ -77,24 +94,36 @@ export function guardedPool(
   raw.on('error', (err) => log.warn({ err }, 'idle database connection lost'));
 
   const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  /** Connections holding a prepared statement planned against an older schema. */
+  const stale = new WeakSet<pg.PoolClient>();
   const wrap = (client: pg.PoolClient): PostgresPoolClient => {
     let guarded = wrapped.get(client);
     if (guarded) return guarded;
     guarded = {
       query: (async (sql: string, parameters: readonly unknown[]) => {
+        const name = preparedStatements ? preparedName(sql) : undefined;
+        const values = parameters as unknown[];
         try {
-          const name = preparedStatements ? preparedName(sql) : undefined;
-          const values = parameters as unknown[];
-          return await (name
-            ? client.query({ name, text: sql, values })
-            : client.query(sql, values));
+          try {
+            return await (name
+              ? client.query({ name, text: sql, values })
+              : client.query(sql, values));
+          } catch (err) {
+            if (!name || !planOutdated(err)) throw err;
+            stale.add(client);
+            log.info({ statement: name }, 'schema changed under a prepared statement; re-parsed');
+            return await client.query(sql, values).catch((again: unknown) => {
+              // In a transaction, the refusal aborted it: the first error says why.
+              throw (again as { code?: string }).code === IN_FAILED_TRANSACTION ? err : again;
+            });
+          }
         } catch (err) {
           if (err instanceof Error && err.message === 'Query read timeout')
             void client.end().catch(() => {});
           throw classify(err);
         }
       }) as unknown as PostgresPoolClient['query'],
-      release: (destroy) => client.release(destroy),
+      release: (destroy) => client.release(destroy || stale.has(client) || undefined),
     };
     wrapped.set(client, guarded);
     return guarded;
