@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
 import { lockDist } from './helpers/dist-lock.js';
 import { gqlAt, ROOT } from './helpers/process.js';
+import { readWriteToken } from './helpers/secret.js';
 
 /** The production start: `npm run build`, then `node dist/main.js` with no TypeScript loader. */
 
@@ -57,11 +57,7 @@ describe('npm run build', { timeout: 120_000 }, () => {
       }, 30_000);
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
       // No loader in this process: the primes sieve's worker thread loads a file from dist/.
-      const token = await mintToken(SECRET, {
-        sub: 'alice',
-        scopes: ['tasks:read', 'tasks:write'],
-        ttl: '1h',
-      });
+      const token = await readWriteToken();
       const started = await gqlAt(
         url,
         'mutation { startTask(input: { kind: "primes", input: { limit: 100000 } }) { id } }',

@@ -2,11 +2,11 @@ import { type Client, createClient } from 'graphql-ws';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { mintToken } from '../src/auth/mint.js';
-import { eventually, SECRET } from './helpers/app.js';
+import { eventually } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
 import { CANCEL_TASK as CANCEL } from './helpers/operations.js';
 import { gqlAt, type ServerProcess, spawnServer } from './helpers/process.js';
+import { readWriteToken } from './helpers/secret.js';
 
 /**
  * Many processes, one database: two api processes and a worker process, started as users
@@ -85,11 +85,7 @@ describe.skipIf(backend === 'pglite')('two api processes and a worker on one dat
     admin = new pg.Client({ connectionString: database.url });
     admin.on('error', () => {}); // a failure shows in the query that meets it
     await admin.connect();
-    alice = await mintToken(SECRET, {
-      sub: 'alice',
-      scopes: ['tasks:read', 'tasks:write'],
-      ttl: '1h',
-    });
+    alice = await readWriteToken();
     [api1, api2] = await Promise.all([
       startServer('api'),
       startServer('api'),

@@ -1,10 +1,10 @@
 import { once } from 'node:events';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
 import { gqlAt, type NodeProcess, spawnNode } from './helpers/process.js';
+import { readWriteToken } from './helpers/secret.js';
 
 /**
  * The per-key limit and retries across real, separate server processes on one Postgres
@@ -92,11 +92,7 @@ describe.runIf(backend === 'pg')('managing the work across processes', { timeout
     await client.connect();
     await client.query(`create table test_spans (
       task_id uuid, key text, pid int, attempt int, started_at timestamptz, ended_at timestamptz)`);
-    token = await mintToken(SECRET, {
-      sub: 'alice',
-      scopes: ['tasks:read', 'tasks:write'],
-      ttl: '1h',
-    });
+    token = await readWriteToken();
     await Promise.all([spawn(), spawn(), spawn()]);
   }, 180_000);
   afterAll(async () => {

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
 import { lockDist } from './helpers/dist-lock.js';
 import { ROOT } from './helpers/process.js';
+import { readWriteToken } from './helpers/secret.js';
 
 /**
  * The package as another project gets it: `npm pack`, installed from the tarball into a
@@ -161,11 +161,7 @@ describe('npm pack, installed elsewhere', { timeout: 180_000 }, () => {
         if (child.exitCode !== null) throw new Error(`exited: ${stderr}`);
         return stdout.match(/"listening":"(http:[^"]+)"/)?.[1];
       }, 120_000);
-      const token = await mintToken(SECRET, {
-        sub: 'alice',
-        scopes: ['tasks:read', 'tasks:write'],
-        ttl: '1h',
-      });
+      const token = await readWriteToken();
       const auth = { authorization: `Bearer ${token}` };
       const started = await fetch(`${url}/v1/jobs`, {
         method: 'POST',

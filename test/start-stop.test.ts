@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../src/auth/mint.js';
 import { eventually, SECRET } from './helpers/app.js';
 import { backend, freshDatabase, pgliteImage, type TestDatabase } from './helpers/db.js';
 import {
@@ -16,6 +15,7 @@ import {
   parentOf,
   spawnNpmStart,
 } from './helpers/process.js';
+import { readWriteToken } from './helpers/secret.js';
 
 /**
  * Starting and stopping the server exactly as its users do: `npm start` in a process group
@@ -32,11 +32,7 @@ const started: NpmStart[] = [];
 let token: string;
 
 beforeAll(async () => {
-  token = await mintToken(SECRET, {
-    sub: 'alice',
-    scopes: ['tasks:read', 'tasks:write'],
-    ttl: '1h',
-  });
+  token = await readWriteToken();
 });
 afterAll(async () => {
   for (const s of started) s.signalGroup('SIGKILL');

@@ -1,9 +1,8 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../src/auth/mint.js';
 import type { Database } from '../src/db/types.js';
-import { eventually, SECRET } from './helpers/app.js';
+import { eventually } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
 import {
   type OtlpReceiver,
@@ -12,6 +11,7 @@ import {
 } from './helpers/otlp-receiver.js';
 import { type ServerProcess, spawnServer } from './helpers/process.js';
 import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { readWriteToken } from './helpers/secret.js';
 
 /**
  * Tracing across processes (DESIGN §13): an api and workers, each exporting its spans over
@@ -75,11 +75,7 @@ describe.skipIf(backend !== 'pg')('tracing across processes (Postgres)', () => {
       env: envFor('th-worker-1'),
     });
     processes.push(first);
-    const token = await mintToken(SECRET, {
-      sub: 'alice',
-      scopes: ['tasks:read', 'tasks:write'],
-      ttl: '1h',
-    });
+    const token = await readWriteToken();
     const response = await fetch(`${api.url}/graphql`, {
       method: 'POST',
       headers: {

@@ -1,14 +1,14 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../src/auth/mint.js';
 import type { Database } from '../src/db/types.js';
 import { purgeExpired } from '../src/tasks/purge.js';
 import { claimDeliveries, finishDelivery } from '../src/webhooks/outbox.js';
-import { eventually, SECRET, startTestApp } from './helpers/app.js';
+import { eventually, startTestApp } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';
 import { gqlAt, type ServerProcess, spawnServer } from './helpers/process.js';
 import { type Receiver, startReceiver, verify } from './helpers/receiver.js';
+import { readWriteToken } from './helpers/secret.js';
 
 /**
  * Webhook delivery across processes and stops (DESIGN §11): Postgres only, where processes
@@ -59,11 +59,7 @@ describe.skipIf(backend !== 'pg')('webhooks across processes (Postgres)', () => 
     const api = await spawnServer({ role: 'api', databaseUrl: database.url!, env });
     const first = await spawnServer({ role: 'worker', databaseUrl: database.url!, env });
     processes.push(api, first);
-    const alice = await mintToken(SECRET, {
-      sub: 'alice',
-      scopes: ['tasks:read', 'tasks:write'],
-      ttl: '1h',
-    });
+    const alice = await readWriteToken();
     const started = await gqlAt(
       api.url,
       START,
