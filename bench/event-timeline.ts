@@ -4,7 +4,8 @@
  * COMPLETED frame) against one ROLE=all server, or an api and a worker process with
  * BENCH_TIMELINE_SPLIT=1, and prints each step's median instant from the client's send: the
  * client's own marks and the servers' (bench/timeline.ts, BENCH_TIMELINE=1), on one
- * wall clock. BENCH_EVENT_SAMPLES sets the samples (300).
+ * wall clock, then the same for the slowest twentieth of the starts (what makes the tail).
+ * BENCH_EVENT_SAMPLES sets the samples (300).
  */
 import { mintToken } from '../src/auth/mint.js';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
@@ -94,13 +95,25 @@ async function main(): Promise<void> {
       const prefix = split ? `${name}: ` : '';
       for (const mark of theirs) marks.push({ at: mark.at, name: `${prefix}${mark.name}` });
     }
-    report(perStart(marks, sends));
+    const starts = perStart(marks, sends);
+    report(
+      starts,
+      `${split ? 'api + worker processes' : 'one ROLE=all process'}, ${starts.length} starts, one at a time`,
+    );
+    // The tail: the slowest twentieth of the starts, by their COMPLETED frame.
+    const frame = (start: Map<string, number>) =>
+      start.get('client: COMPLETED frame received') ?? 0;
+    const slowest = [...starts]
+      .sort((a, b) => frame(b) - frame(a))
+      .slice(0, Math.ceil(starts.length / 20));
+    console.log();
+    report(slowest, `the slowest ${slowest.length} of them`);
   } finally {
     await Promise.all(Object.values(children).map((child) => child.stop()));
   }
 }
 
-function report(starts: Map<string, number>[]): void {
+function report(starts: Map<string, number>[], title: string): void {
   const offsets = new Map<string, number[]>();
   for (const start of starts)
     for (const [name, ms] of start) {
@@ -114,9 +127,7 @@ function report(starts: Map<string, number>[]): void {
       return { name, p50: percentile(sorted, 50), p90: percentile(sorted, 90), n: sorted.length };
     })
     .sort((a, b) => a.p50 - b.p50);
-  console.log(
-    `${split ? 'api + worker processes' : 'one ROLE=all process'}, ${starts.length} starts, one at a time; ms from the client's send`,
-  );
+  console.log(`${title}; ms from the client's send`);
   console.log();
   console.log('| step | p50 | step from the one above | p90 | starts with it |');
   console.log('| --- | ---: | ---: | ---: | ---: |');
