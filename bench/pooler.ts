@@ -36,6 +36,12 @@ export async function pooler(token: string): Promise<void> {
     pooled.host = `127.0.0.1:${port}`;
     const direct = await startFleet('pooler-direct', PROCESSES, databaseUrl, {});
     contenders.push(direct);
+    // What the pooler's row costs apart from its hop: every statement parsed and planned anew.
+    const unpreparedUrl = await recreateMigratedDatabase(BASE_URL, `${DB_NAME}_unprepared`);
+    const unprepared = await startFleet('pooler-unprepared', PROCESSES, unpreparedUrl, {
+      DB_PREPARED_STATEMENTS: 'false',
+    });
+    contenders.push(unprepared);
     const viaPooler = await startFleet('pooler-pgbouncer', PROCESSES, pooled.toString(), {
       DATABASE_LISTEN_URL: twinUrl,
       DB_PREPARED_STATEMENTS: 'false',
@@ -43,6 +49,7 @@ export async function pooler(token: string): Promise<void> {
     contenders.push(viaPooler);
     const get = await compareFleets(token, CLIENTS_PER_PROCESS, [
       ['direct', direct],
+      ['unprepared', unprepared],
       ['pgbouncer', viaPooler],
     ]);
     const base = get('direct');
@@ -55,13 +62,14 @@ export async function pooler(token: string): Promise<void> {
         `| ${label} | ${fmt(r.perSecond)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${r.backends} | ${(r.perSecond / base.perSecond).toFixed(2)}× |`,
       );
     line(`direct: ${PROCESSES} pools of 10`, base);
+    line(`direct: ${PROCESSES} pools of 10, DB_PREPARED_STATEMENTS=false`, get('unprepared'));
     line(
       `PgBouncer (transaction mode), ${SERVER_CONNECTIONS} server connections; LISTEN direct; DB_PREPARED_STATEMENTS=false`,
       get('pgbouncer'),
     );
     out();
     out(
-      `Each process: ROLE=api, a pool of 10 (to PgBouncer or to Postgres) and one direct LISTEN connection; ${CLIENTS_PER_PROCESS} clients on each post \`startTask\` (GraphQL over HTTP). Each configuration runs on a database of its own, so no process hears the other's NOTIFYs. Peak backends: pg_stat_activity of that database sampled every 50 ms, the ${PROCESSES} listening connections included. PgBouncer: Debian's ${pgbouncerVersion()}, \`pool_mode = transaction\`, \`default_pool_size = ${SERVER_CONNECTIONS}\`, started by \`.ci/pgbouncer start\`.`,
+      `Each process: ROLE=api, a pool of 10 (to PgBouncer or to Postgres) and one direct LISTEN connection; ${CLIENTS_PER_PROCESS} clients on each post \`startTask\` (GraphQL over HTTP). Each configuration runs on a database of its own, so no process hears another's NOTIFYs. The middle row is the direct fleet with the pooler's setting and no pooler: the step from the first row to it is the cost of statements parsed and planned on every execution, the step from it to the last the cost of PgBouncer's hop (a process of its own on the same two cores). Peak backends: pg_stat_activity of that database sampled every 50 ms, the ${PROCESSES} listening connections included. PgBouncer: Debian's ${pgbouncerVersion()}, \`pool_mode = transaction\`, \`default_pool_size = ${SERVER_CONNECTIONS}\`, started by \`.ci/pgbouncer start\`.`,
     );
     out();
     const r = get('pgbouncer').perSecond / base.perSecond;
@@ -72,6 +80,7 @@ export async function pooler(token: string): Promise<void> {
     await Promise.all(contenders.map(stopFleet));
     execFileSync(script, ['stop', dir]);
     await pool.query(`drop database if exists ${DB_NAME}_pooled with (force)`);
+    await pool.query(`drop database if exists ${DB_NAME}_unprepared with (force)`);
     rmSync(dir, { recursive: true, force: true });
   }
 }
