@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { createApp } from '../src/app.js';
 import { mintToken } from '../src/auth/mint.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { checkFilter, type TaskFilter } from '../src/tasks/filter.js';
 import { listTasks } from '../src/tasks/sql/list.js';
 

@@ -2,7 +2,7 @@ import { type ExecutionResult, execute, getOperationAST, parse } from 'graphql';
 import pino from 'pino';
 import { createApp } from '../src/app.js';
 import { mintToken } from '../src/auth/mint.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { schema } from '../src/faces/graphql/index.js';
 import { createYogaServer } from '../src/faces/graphql/yoga.js';
 import { POLL_HANDLE } from '../test/helpers/operations.js';

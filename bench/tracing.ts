@@ -2,11 +2,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { propagation } from '@opentelemetry/api';
 import type { TaskRow } from '../src/db/types.js';
+import { traceRequest } from '../src/http/trace.js';
 import { attemptSpan, recordClaim } from '../src/tasks/runner/trace.js';
-import { traceRequest } from '../src/tracing/http.js';
 import { contextOf, currentTraceParent, tracingOn } from '../src/tracing/tracer.js';
-import type { ClaimedDelivery } from '../src/webhooks/outbox.js';
-import { endAttemptSpan, startAttemptSpan } from '../src/webhooks/trace.js';
+import type { ClaimedDelivery } from '../src/webhook-delivery/outbox.js';
+import { endAttemptSpan, startAttemptSpan } from '../src/webhook-delivery/trace.js';
 import {
   best,
   CONCURRENCY,

@@ -1,6 +1,6 @@
 /** The package: build a server with your own kinds. */
 export { type App, type AppOptions, createApp } from './app.js';
-export { type Config, ConfigError, loadConfig } from './config.js';
+export { type Config, ConfigError, loadConfig } from './config/config.js';
 export { builtInKinds } from './kinds/index.js';
 export {
   defineTaskKind,

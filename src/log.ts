@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 
 /**
  * A person reading a terminal in development gets one readable line per event (pino-pretty,

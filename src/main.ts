@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/config.js';
 import { coerceError } from './errors.js';
 import { createLogger } from './log.js';
 import { startTracing, type Tracing } from './tracing/start.js';

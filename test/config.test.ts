@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import { SECRET, startTestApp, type TestApp } from './helpers/app.js';
 import { spawnNode } from './helpers/process.js';
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import { prepared } from '../src/db/pg-pool.js';
 import { startTestApp, type TestApp } from './helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from './helpers/db.js';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import { DatabaseUnavailable, faultClassifier, isConnectionFault } from '../src/db/faults.js';
 import { ServiceError } from '../src/errors.js';
 import { SECRET, startTestApp, type TestApp } from './helpers/app.js';

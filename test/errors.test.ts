@@ -4,7 +4,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type App, createApp } from '../src/app.js';
 import { mintToken } from '../src/auth/mint.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { SECRET } from './helpers/app.js';
 import { freshDatabase, type TestDatabase } from './helpers/db.js';
 

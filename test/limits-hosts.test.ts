@@ -1,6 +1,6 @@
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import { SECRET, startTestApp, type TestApp } from './helpers/app.js';
 import { RawConnection, type RawResponse } from './helpers/raw-http.js';
 

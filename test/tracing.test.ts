@@ -1,8 +1,8 @@
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config/config.js';
 import { tracingWanted } from '../src/config/tracing.js';
-import { loadConfig } from '../src/config.js';
 import { contextOf, currentTraceParent, tracingOn } from '../src/tracing/tracer.js';
 import { eventually, startTestApp, type TestApp } from './helpers/app.js';
 import { type Receiver, startReceiver } from './helpers/receiver.js';

@@ -6,8 +6,8 @@ import {
   attempt,
   keepAliveAgents,
   MAX_RESPONSE_BYTES,
-} from '../src/webhooks/attempt.js';
-import { headersFor, signature } from '../src/webhooks/body.js';
+} from '../src/webhook-delivery/attempt.js';
+import { headersFor, signature } from '../src/webhook-delivery/body.js';
 import { verify } from './helpers/receiver.js';
 
 /**

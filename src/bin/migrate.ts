@@ -1,4 +1,4 @@
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/config.js';
 import { connect } from '../db/connect.js';
 import { migrate } from '../db/migrate.js';
 import { createLogger } from '../log.js';

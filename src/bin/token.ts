@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { mintConfiguredToken } from '../cli/token.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { ConfigError, loadConfig } from '../config/config.js';
 
 /**
  * `npm run token -- --sub alice [--scope "tasks:read tasks:write"] [--ttl 1h]`: mints a bearer

@@ -8,7 +8,7 @@ import {
   type TaskhandleClient,
   type TaskStatus,
 } from '../client/index.js';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/config.js';
 import { CliError, explain } from './errors.js';
 import { describeTask, table } from './format.js';
 import { collectLabel, readStartLines, retryTask, startBatch } from './many.js';

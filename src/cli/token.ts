@@ -1,6 +1,6 @@
 import { devSecret } from '../auth/dev-secret.js';
 import { mintToken } from '../auth/mint.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 
 export interface MintRequest {
   sub: string;

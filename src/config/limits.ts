@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { bool, ConfigError, DAY, decimal, type Env, int, origins, str } from '../env.js';
+import { bool, ConfigError, DAY, decimal, type Env, int, origins, str } from './env.js';
 
 /** DESIGN §12: what one request, socket or principal may ask. */
 export interface Limits {

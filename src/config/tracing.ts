@@ -1,4 +1,4 @@
-import { ConfigError, type Env } from '../env.js';
+import { ConfigError, type Env } from './env.js';
 
 /** DESIGN §13: whether this process exports traces, and as which service. */
 export interface TracingConfig {

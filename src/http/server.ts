@@ -1,13 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { Limits } from '../config.js';
+import type { Limits } from '../config/config.js';
 import { coerceError } from '../errors.js';
-import { traceRequest } from '../tracing/http.js';
 import { tracingOn } from '../tracing/tracer.js';
 import { declaredTooLarge, PayloadTooLarge, sendTooLarge, setBodyLimit } from './body.js';
 import { applyCors } from './cors.js';
 import { guardUpgrades, hostAllowed, sendMisdirected } from './hosts.js';
 import { sendProblem } from './problem.js';
+import { traceRequest } from './trace.js';
 
 export interface HttpRoutes {
   /** `/readyz`: true once the database is reachable and migrated. */

@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { type App, type AppOptions, createApp } from '../../src/app.js';
 import { mintToken } from '../../src/auth/mint.js';
 import { ALL_SCOPES } from '../../src/auth/principal.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import type { TaskKind } from '../../src/tasks/kinds.js';
 import { databaseEnv } from './database-env.js';
 import { freshDatabase, pgliteImage, type TestDatabase } from './db.js';

@@ -1,5 +1,5 @@
 import { createApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { survey } from './survey-kind.js';
 
 /**

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { createApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { defineTaskKind } from '../../src/tasks/kinds.js';
 
 /**

@@ -13,7 +13,7 @@ import {
 import { Parser } from 'graphql/language/parser.js';
 import type { Plugin } from 'graphql-yoga';
 import { LRUCache } from 'lru-cache';
-import type { Limits } from '../../config.js';
+import type { Limits } from '../../config/config.js';
 
 /**
  * DESIGN §12 for GraphQL, as envelop plugins, so they hold on every path a document takes

@@ -7,7 +7,7 @@ import { WebSocketServer } from 'ws';
 import { authenticate } from '../../auth/authenticate.js';
 import type { Principal } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import type { Limits } from '../../config.js';
+import type { Limits } from '../../config/config.js';
 import { Deadlines } from '../../deadlines.js';
 import { coerceError } from '../../errors.js';
 import type { Context } from './builder.js';

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { authenticate } from '../../auth/authenticate.js';
 import type { Principal } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import type { Limits } from '../../config.js';
+import type { Limits } from '../../config/config.js';
 import { allowedOrigin, EXPOSED_HEADERS } from '../../http/cors.js';
 import type { TaskService } from '../../tasks/service.js';
 import type { Context } from './builder.js';

@@ -1,6 +1,6 @@
 /**
  * Readers for environment variables: each parses one variable or throws a ConfigError naming
- * it, so that `loadConfig` (src/config.ts) reads as a list of variables and their rules.
+ * it, so that `loadConfig` (src/config/config.ts) reads as a list of variables and their rules.
  */
 
 export class ConfigError extends Error {

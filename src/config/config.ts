@@ -1,11 +1,11 @@
 import { isIP } from 'node:net';
-import { HOSTNAME, type Limits, limits } from './config/limits.js';
-import { type TracingConfig, tracingConfig } from './config/tracing.js';
 import { bool, ConfigError, DAY, type Env, int, str, token, url } from './env.js';
+import { HOSTNAME, type Limits, limits } from './limits.js';
+import { type TracingConfig, tracingConfig } from './tracing.js';
 
-export { type Limits, LOOPBACK_HOSTS } from './config/limits.js';
-export type { TracingConfig } from './config/tracing.js';
 export { ConfigError } from './env.js';
+export { type Limits, LOOPBACK_HOSTS } from './limits.js';
+export type { TracingConfig } from './tracing.js';
 
 /**
  * Environment → frozen Config. Every variable of DESIGN §1 is parsed here and nowhere else;

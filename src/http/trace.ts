@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { propagation, ROOT_CONTEXT } from '@opentelemetry/api';
-import { routeOf } from '../http/route-name.js';
-import { context, SpanKind, SpanStatusCode, trace, tracer } from './tracer.js';
+import { context, SpanKind, SpanStatusCode, trace, tracer } from '../tracing/tracer.js';
+import { routeOf } from './route-name.js';
 
 /**
  * Runs `serve` inside a SERVER span for the request (DESIGN §13), the child of the caller's

@@ -37,7 +37,7 @@ export interface ClaimedDelivery {
   token: string | null;
   auth_scheme: string | null;
   auth_credentials: string | null;
-  /** The task's stored traceparent, read only while tracing is on (webhooks/trace.ts). */
+  /** The task's stored traceparent, read only while tracing is on (webhook-delivery/trace.ts). */
   trace_parent?: string | null;
 }
 

@@ -1,6 +1,6 @@
 import { type GraphQLError, getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { context, failed, SpanKind, trace, tracer } from './tracer.js';
+import { context, failed, SpanKind, trace, tracer } from '../../tracing/tracer.js';
 
 /**
  * An envelop plugin giving each GraphQL operation a span (DESIGN §13), named after the

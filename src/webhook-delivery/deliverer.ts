@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { WebhookConfig } from '../config.js';
+import type { WebhookConfig } from '../config/config.js';
 import type { Database } from '../db/types.js';
 import { coerceError } from '../errors.js';
 import type { TaskEvents } from '../tasks/events/hub.js';

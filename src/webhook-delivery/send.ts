@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { WebhookConfig } from '../config.js';
+import type { WebhookConfig } from '../config/config.js';
 import { type Agents, attempt } from './attempt.js';
 import { type BodyFormat, bodyOf, headersFor } from './body.js';
 import { type ClaimedDelivery, type Outcome, outcomeOf } from './outbox.js';
