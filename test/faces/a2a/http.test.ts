@@ -1,0 +1,203 @@
+import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { Writable } from 'node:stream';
+import { ClientFactory } from '@a2a-js/sdk/client';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { a2aClient, list } from '../../helpers/a2a.js';
+import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { rest } from '../../helpers/rest.js';
+
+/**
+ * The A2A face at the HTTP level (DESIGN §10): the agent card, and what `POST /a2a` refuses
+ * before JSON-RPC — tokens, scopes, the protocol version (bodies and the wire: a2a-http-wire). The SDK client cannot send
+ * these requests, so they are written by hand; everything else goes through the SDK.
+ */
+
+const lines: Array<Record<string, any>> = [];
+const sink = new Writable({
+  write(chunk, _encoding, done) {
+    for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
+    done();
+  },
+});
+
+let t: TestApp;
+let alice: string;
+beforeAll(async () => {
+  t = await startTestApp({ log: pino({ level: 'info' }, sink) });
+  alice = await t.token('alice');
+});
+afterAll(() => t?.stop());
+
+const { version } = JSON.parse(
+  readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
+);
+
+/** A JSON-RPC request by hand; `headers` replace the defaults (A2A-Version 1.0, JSON). */
+function rpc(
+  token: string | null,
+  body: unknown,
+  headers: Record<string, string> = { 'a2a-version': '1.0' },
+) {
+  return rest(t.url, 'POST', '/a2a', { token, body, headers });
+}
+
+const getTask = (id: string) => ({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id } });
+const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
+
+function expectProblem(res: Awaited<ReturnType<typeof rpc>>, status: number, code: string) {
+  expect(res.status, res.text).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(res.body).toMatchObject({ status, code });
+}
+
+describe('the agent card', () => {
+  it('is served without a token, exactly as §10 shapes it, one skill per kind', async () => {
+    const res = await rest(t.url, 'GET', '/.well-known/agent-card.json');
+    expect(res.status).toBe(200);
+    const kinds = t.app.tasks.listKinds();
+    expect(res.body).toEqual({
+      name: 'taskhandle',
+      description: expect.any(String),
+      version,
+      supportedInterfaces: [
+        { url: `${t.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      ],
+      capabilities: { streaming: true, pushNotifications: true },
+      securitySchemes: {
+        bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT' } },
+      },
+      securityRequirements: [{ schemes: { bearer: {} } }],
+      defaultInputModes: ['application/json'],
+      defaultOutputModes: ['application/json'],
+      skills: kinds.map((kind) => ({
+        id: kind.name,
+        name: kind.name,
+        description: kind.description,
+        tags: ['taskhandle'],
+        inputModes: ['application/json'],
+        outputModes: ['application/json'],
+      })),
+    });
+    expect(res.body.skills.map((s: any) => s.id)).toEqual([
+      'approval',
+      'export',
+      'primes',
+      'sleep',
+    ]);
+  });
+
+  it('names the endpoint at the host the request came to', async () => {
+    // fetch will not send another Host: node:http will.
+    const cardAt = (host: string) =>
+      new Promise<any>((resolve, reject) => {
+        const req = request(
+          `${t.url}/.well-known/agent-card.json`,
+          { headers: { host } },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk) => (text += chunk));
+            res.on('end', () => resolve(JSON.parse(text)));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    const port = new URL(t.url).port;
+    expect((await cardAt(`localhost:${port}`)).supportedInterfaces[0].url).toBe(
+      `http://localhost:${port}/a2a`,
+    );
+    // Not a host: not one of ALLOWED_HOSTS either, so refused before the card is built.
+    expect(await cardAt('evil"/><x')).toMatchObject({ code: 'MISDIRECTED_REQUEST' });
+  });
+
+  it("is what the SDK's ClientFactory builds a JSON-RPC client from", async () => {
+    const client = await new ClientFactory().createFromUrl(t.url);
+    expect(client.transport.protocolName).toBe('JSONRPC');
+    expect(client.protocolVersion).toBe('1.0');
+  });
+});
+
+describe('authentication, before the body is read', () => {
+  it('401 with a bare Bearer challenge without a token', async () => {
+    const res = await rpc(null, getTask(UNKNOWN_ID));
+    expectProblem(res, 401, 'UNAUTHENTICATED');
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+  });
+
+  it('401 with error="invalid_token" for a bad, forged or expired token', async () => {
+    const expired = await t.token('alice', ['tasks:read'], -120);
+    const forged = `${alice.slice(0, -4)}AAAA`;
+    for (const token of ['not-a-jwt', forged, expired]) {
+      const res = await rpc(token, getTask(UNKNOWN_ID));
+      expectProblem(res, 401, 'UNAUTHENTICATED');
+      expect(res.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+    }
+  });
+
+  it('401 even when the body is not JSON at all: the token comes first', async () => {
+    const res = await rpc(null, '{not json');
+    expectProblem(res, 401, 'UNAUTHENTICATED');
+  });
+});
+
+describe('scopes: tasks:write to send and cancel, tasks:read to get, list and subscribe', () => {
+  const cases: Array<[string, unknown, string]> = [
+    ['SendMessage', startRequestJson(), 'tasks:write'],
+    ['SendStreamingMessage', startRequestJson(), 'tasks:write'],
+    ['CancelTask', { id: UNKNOWN_ID }, 'tasks:write'],
+    ['GetTask', { id: UNKNOWN_ID }, 'tasks:read'],
+    ['ListTasks', {}, 'tasks:read'],
+    ['SubscribeToTask', { id: UNKNOWN_ID }, 'tasks:read'],
+  ];
+  for (const [method, params, scope] of cases) {
+    it(`${method} without ${scope}: 403 insufficient_scope naming it`, async () => {
+      const other = scope === 'tasks:write' ? 'tasks:read' : 'tasks:write';
+      const token = await t.token('carol', [other]);
+      const res = await rpc(token, { jsonrpc: '2.0', id: 1, method, params });
+      expectProblem(res, 403, 'FORBIDDEN');
+      expect(res.headers.get('www-authenticate')).toBe(
+        `Bearer error="insufficient_scope", scope="${scope}"`,
+      );
+    });
+  }
+
+  it('stores nothing for a refused SendMessage', async () => {
+    const token = await t.token('dave', ['tasks:read']);
+    await rpc(token, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: startRequestJson() });
+    const client = await a2aClient(t.url, await t.token('dave'));
+    const page = await client.listTasks(list({ pageSize: 10 }));
+    expect(page.totalSize).toBe(0);
+  });
+});
+
+function startRequestJson() {
+  return {
+    message: {
+      messageId: `http-${Math.random()}`,
+      role: 'ROLE_USER',
+      parts: [{ data: { ms: 0 } }],
+      metadata: { skill: 'sleep' },
+    },
+    configuration: { returnImmediately: true },
+  };
+}
+
+describe('the protocol version', () => {
+  it('without A2A-Version a request counts as 0.3: VersionNotSupportedError -32009', async () => {
+    const res = await rpc(alice, getTask(UNKNOWN_ID), { 'content-type': 'application/json' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32009 } });
+  });
+
+  it('0.3 named outright is refused the same way', async () => {
+    const res = await rpc(alice, getTask(UNKNOWN_ID), { 'a2a-version': '0.3' });
+    expect(res.body.error.code).toBe(-32009);
+  });
+
+  it('1.0 is served', async () => {
+    const res = await rpc(alice, getTask(UNKNOWN_ID));
+    expect(res.body).toMatchObject({ id: 7, error: { code: -32001 } });
+  });
+});

@@ -1,0 +1,67 @@
+import { CreateTaskResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { hold } from '../../helpers/kinds.js';
+import { connectMcp } from '../../helpers/mcp.js';
+import { v2Result, WITH_TASKS } from '../../helpers/mcp-v2.js';
+
+/**
+ * How a task's work is managed (DESIGN §14) travels in MCP's `_meta` under `taskhandle/*`,
+ * on both revisions: MCP's task shapes have no room of their own for it.
+ */
+
+// The attempt is 0 when the task is stored, and counts up once a runner claims it.
+const WORK = {
+  'taskhandle/attempt': expect.any(Number),
+  'taskhandle/maxAttempts': 3,
+  'taskhandle/priority': 0,
+  'taskhandle/labels': {},
+};
+
+let t: TestApp;
+let alice: string;
+beforeAll(async () => {
+  t = await startTestApp({ kinds: [hold] });
+  alice = await t.token('alice');
+});
+afterAll(() => t?.stop());
+
+describe('MCP _meta carries the managed-work fields', () => {
+  it('on 2025-11-25: the created task and tasks/get', async () => {
+    const mcp = await connectMcp(t.url, alice);
+    try {
+      const created = await mcp.client.request(
+        { method: 'tools/call', params: { name: 'hold', arguments: {}, task: {} } },
+        CreateTaskResultSchema,
+      );
+      expect(created._meta).toMatchObject({ ...WORK, 'taskhandle/attempt': 0 });
+      const got = await mcp.client.request(
+        { method: 'tasks/get', params: { taskId: created.task.taskId } },
+        GetTaskResultSchema,
+      );
+      expect(got._meta).toMatchObject(WORK);
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it('on 2026-07-28: the CreateTaskResult and tasks/get', async () => {
+    const created = await v2Result(
+      t.url,
+      alice,
+      'tools/call',
+      { name: 'hold', arguments: {} },
+      { capabilities: WITH_TASKS },
+    );
+    expect(created.resultType).toBe('task');
+    expect(created._meta).toMatchObject({ ...WORK, 'taskhandle/attempt': 0 });
+    const got = await v2Result(
+      t.url,
+      alice,
+      'tasks/get',
+      { taskId: created.taskId },
+      { capabilities: WITH_TASKS },
+    );
+    expect(got._meta).toMatchObject(WORK);
+  });
+});

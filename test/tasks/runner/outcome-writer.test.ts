@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineTaskKind } from '../../../src/tasks/kinds.js';
+import { OutcomeWriter } from '../../../src/tasks/runner/outcome-writer.js';
+import { findStoredTask } from '../../../src/tasks/sql/find.js';
+import { claimTasks } from '../../../src/tasks/sql/leases.js';
+import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
+
+/** Completions written together: one statement, each row fenced by its own lease, one NOTIFY each. */
+
+// A kind no runner of this app claims: the test claims it itself.
+const manual = defineTaskKind({
+  name: 'manual',
+  description: 'claimed by the test',
+  inputSchema: { type: 'object' },
+  run: async () => null,
+});
+
+let t: TestApp;
+let alice: string;
+beforeAll(async () => {
+  t = await startTestApp({ env: { ROLE: 'api' }, kinds: [manual] });
+  alice = await t.token('alice');
+});
+afterAll(() => t?.stop());
+
+async function start(): Promise<string> {
+  const response = await t.gql(
+    'mutation { startTask(input: { kind: "manual" }) { id } }',
+    {},
+    alice,
+  );
+  return response.data.startTask.id;
+}
+
+describe('OutcomeWriter', () => {
+  it('completes tasks that finish together, each only under its own lease, and announces each', async () => {
+    const ids = [await start(), await start(), await start()];
+    const claimed = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 3, 60_000);
+    expect(claimed.map((r) => r.id).sort()).toEqual([...ids].sort());
+    const seen = new Map<string, string>();
+    const unwatch = ids.map((id) =>
+      t.app.events.watch(id, (row) => row && seen.set(id, row.status)),
+    );
+
+    const writer = new OutcomeWriter(t.app.db.kysely);
+    const [a, b, c] = claimed;
+    const outcomes = await Promise.all([
+      writer.complete(a!.id, { workerId: 'test-worker', attempt: a!.attempt }, { n: 1 }),
+      writer.complete(b!.id, { workerId: 'test-worker', attempt: b!.attempt + 1 }, { n: 2 }), // a lease it does not hold
+      writer.complete(c!.id, { workerId: 'test-worker', attempt: c!.attempt }, null),
+    ]);
+    expect(outcomes[0]).toMatchObject({
+      id: a!.id,
+      status: 'completed',
+      result: { n: 1 },
+      version: a!.version + 1,
+      worker_id: null,
+    });
+    expect(outcomes[1]).toBeUndefined();
+    expect(outcomes[2]).toMatchObject({
+      id: c!.id,
+      status: 'completed',
+      result: null,
+      version: c!.version + 1,
+    });
+    expect(await findStoredTask(t.app.db.kysely, b!.id)).toMatchObject({
+      status: 'working',
+      version: b!.version,
+      worker_id: 'test-worker',
+    });
+
+    await eventually(async () =>
+      seen.get(a!.id) === 'completed' && seen.get(c!.id) === 'completed' ? true : undefined,
+    );
+    expect(seen.has(b!.id)).toBe(false);
+    for (const off of unwatch) off();
+  });
+
+  it('refuses a result JSON cannot carry without writing anything', async () => {
+    const id = await start();
+    const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
+    expect(row!.id).toBe(id);
+    const writer = new OutcomeWriter(t.app.db.kysely);
+    await expect(
+      writer.complete(id, { workerId: 'test-worker', attempt: row!.attempt }, { big: 1n }),
+    ).rejects.toThrow(TypeError);
+    expect(await findStoredTask(t.app.db.kysely, id)).toMatchObject({
+      status: 'working',
+      version: row!.version,
+    });
+  });
+
+  it('writes failures and retries in the same statement as completions, each under its own lease', async () => {
+    const ids = [await start(), await start(), await start(), await start()];
+    const claimed = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 4, 60_000);
+    expect(claimed.map((r) => r.id).sort()).toEqual([...ids].sort());
+    const [a, b, c, d] = claimed;
+    const lease = (row: typeof a, stale = false) => ({
+      workerId: 'test-worker',
+      attempt: row!.attempt + (stale ? 1 : 0),
+    });
+    const failure = { code: 'BOOM', message: 'It broke.' };
+    const writer = new OutcomeWriter(t.app.db.kysely);
+    const before = Date.now();
+    const [done, failed, retried, refused] = await Promise.all([
+      writer.complete(a!.id, lease(a), { n: 1 }),
+      writer.fail(b!.id, lease(b), failure),
+      writer.retryOrFail(c!.id, lease(c), failure, 60_000),
+      writer.retryOrFail(d!.id, lease(d, true), failure, 0), // a fence it does not hold
+    ]);
+    expect(done).toMatchObject({ status: 'completed', result: { n: 1 }, progress: 1 });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: failure,
+      last_error: failure,
+      worker_id: null,
+      lease_expires_at: null,
+      version: b!.version + 1,
+    });
+    expect(retried).toMatchObject({
+      status: 'working',
+      error: null,
+      last_error: failure,
+      hold: 'time',
+      worker_id: null,
+      version: c!.version + 1,
+    });
+    expect(retried!.run_at.getTime()).toBeGreaterThanOrEqual(before + 59_000);
+    expect(retried!.status_message).toMatch(/^Attempt 1 of 3 failed \(BOOM\); the next runs at /);
+    expect(refused).toBeUndefined();
+    expect(await findStoredTask(t.app.db.kysely, d!.id)).toMatchObject({
+      status: 'working',
+      version: d!.version,
+      worker_id: 'test-worker',
+      last_error: null,
+    });
+  });
+
+  it('fails a retried task whose attempts are spent', async () => {
+    const id = await start();
+    const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
+    expect(row!.id).toBe(id);
+    await t.app.db.kysely
+      .updateTable('tasks')
+      .set({ max_attempts: 1 })
+      .where('id', '=', id)
+      .execute();
+    const failure = { code: 'BOOM', message: 'It broke.' };
+    const written = await new OutcomeWriter(t.app.db.kysely).retryOrFail(
+      id,
+      { workerId: 'test-worker', attempt: row!.attempt },
+      failure,
+      0,
+    );
+    expect(written).toMatchObject({ status: 'failed', error: failure, hold: null });
+  });
+});
