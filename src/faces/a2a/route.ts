@@ -118,8 +118,7 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
     if (!(Symbol.asyncIterator in reply)) {
       const limit = limitOf(reply.error);
       if (limit) return sendRefusal(res, limit);
-      const params = request.params as { includeArtifacts?: unknown } | undefined;
-      return sendJson(res, 200, checkedReply(reply, log, params?.includeArtifacts === true));
+      return sendJson(res, 200, checkedReply(reply, log));
     }
     const stream = reply[Symbol.asyncIterator]();
     let first: IteratorResult<JsonRpcReply, void>;

@@ -42,37 +42,33 @@ export const MASKED = 'Internal error.';
  * only come from the SDK decoding params that do not fit the method (a value whose string
  * conversion throws, say): that is the request's fault, so it is -32602, never the raw text.
  */
-export function checkedReply(
-  reply: JsonRpcReply,
-  log: Logger,
-  listsArtifacts = false,
-): JsonRpcReply {
+export function checkedReply(reply: JsonRpcReply, log: Logger): JsonRpcReply {
   const error = reply.error as { code?: unknown; message?: unknown } | undefined;
-  if (error?.code !== -32603 || error.message === MASKED) return withArrays(reply, listsArtifacts);
+  if (error?.code !== -32603 || error.message === MASKED) return withArrays(reply);
   log.warn({ rpcError: error }, 'A2A params the SDK could not decode');
   const message = 'The params do not fit the method.';
   return { jsonrpc: '2.0', id: reply.id, error: { code: -32602, message } };
 }
 
 /**
- * Proto JSON leaves out empty lists; a task always says `artifacts` and `history`, but for a
- * ListTasks without `includeArtifacts`, where `artifacts` is absent (A2A 1.0), not empty.
+ * Proto JSON leaves out empty lists; a task always says `artifacts` and `history`. In a
+ * ListTasks answer `artifacts` stays as the SDK wrote it: written out with `includeArtifacts`
+ * (under either of its names), absent without (A2A 1.0), not empty.
  */
-function taskWithArrays(task: unknown, withArtifacts = true): unknown {
+function taskWithArrays(task: unknown, listed = false): unknown {
   if (task === null || typeof task !== 'object') return task;
-  const { artifacts = [], history = [], ...rest } = task as Record<string, unknown>;
-  return withArtifacts ? { ...rest, artifacts, history } : { ...rest, history };
+  const { artifacts, history = [], ...rest } = task as Record<string, unknown>;
+  if (listed)
+    return artifacts === undefined ? { ...rest, history } : { ...rest, artifacts, history };
+  return { ...rest, artifacts: artifacts ?? [], history };
 }
 
-/**
- * A reply whose result is, or holds, tasks, with their empty lists written out; a list of
- * tasks (ListTasks) says `artifacts` only when `listsArtifacts` (its `includeArtifacts`).
- */
-export function withArrays(reply: JsonRpcReply, listsArtifacts = true): JsonRpcReply {
+/** A reply whose result is, or holds, tasks, with their empty lists written out. */
+export function withArrays(reply: JsonRpcReply): JsonRpcReply {
   const result = reply.result as Record<string, unknown> | null | undefined;
   if (!result || typeof result !== 'object') return reply;
   if (Array.isArray(result.tasks)) {
-    const tasks = result.tasks.map((task) => taskWithArrays(task, listsArtifacts));
+    const tasks = result.tasks.map((task) => taskWithArrays(task, true));
     return { ...reply, result: { ...result, tasks } };
   }
   if ('task' in result)
