@@ -6,7 +6,7 @@ import { devSecret } from './auth/dev-secret.js';
 import { mintToken } from './auth/mint.js';
 import { ALL_SCOPES } from './auth/principal.js';
 import { TokenVerifier } from './auth/tokens.js';
-import type { Config } from './config/config.js';
+import { type Config, ConfigError } from './config/config.js';
 import { connect, type Db } from './db/connect.js';
 import { databaseReady } from './db/health.js';
 import { migrate } from './db/migrate.js';
@@ -90,6 +90,15 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...(options.replaceBuiltInKinds ? [] : builtInKinds),
     ...(options.kinds ?? []),
   ]);
+  const { defaultSkill } = config.a2a;
+  // Kinds are known only here: checked before anything is opened, as a config error.
+  if (defaultSkill !== undefined && !kinds.get(defaultSkill)) {
+    const registered = kinds.list().map((kind) => kind.name);
+    throw new ConfigError(
+      'A2A_DEFAULT_SKILL',
+      `names no registered task kind: ${JSON.stringify(defaultSkill)} (registered: ${registered.join(', ')})`,
+    );
+  }
 
   let secret = config.auth.jwtSecret;
   let devToken: string | undefined;
@@ -213,7 +222,13 @@ export async function createApp(options: AppOptions): Promise<App> {
             ...(config.graphiql ? [createGraphiQLHandler({ devToken })] : []),
             createRestHandler({ tasks, verifier, log }),
             mcp.handle,
-            createA2AHandler({ tasks, verifier, log, push: a2aPushConfigs(tasks) }),
+            createA2AHandler({
+              tasks,
+              verifier,
+              log,
+              push: a2aPushConfigs(tasks),
+              defaultSkill,
+            }),
             ...(config.dashboard ? [createDashboardHandler({ devToken })] : []),
           ]
         : []),

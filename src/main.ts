@@ -30,7 +30,17 @@ async function main(): Promise<void> {
     log.error({ err: coerceError(err) }, 'tracing could not start; running without it');
   }
   const { createApp } = await import('./app.js');
-  const app = await createApp({ config, log });
+  let app: Awaited<ReturnType<typeof createApp>>;
+  try {
+    app = await createApp({ config, log });
+  } catch (err) {
+    // A variable only the app can check (A2A_DEFAULT_SKILL names a registered kind).
+    if (err instanceof ConfigError) {
+      console.error(`taskhandle: configuration error: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
   const url = await app.listen();
   log.info(
     {

@@ -51,6 +51,14 @@ export interface Config {
   runnerConcurrency: number;
   /** Tasks a worker claims ahead of its free slots (its local queue). */
   runnerPrefetch: number;
+  a2a: {
+    /**
+     * The kind a message naming no skill starts (DESIGN §10), with `{ text, data, messageId }`
+     * as input; undefined: such a message is answered with the list of skills. Kinds are
+     * registered in `createApp`, so it checks the name (a ConfigError naming the variable).
+     */
+    defaultSkill: string | undefined;
+  };
   mcp: {
     /** A session with no request for this long is closed. */
     sessionIdleMs: number;
@@ -218,6 +226,7 @@ export function loadConfig(env: Env = process.env): Config {
       0,
       100_000,
     ),
+    a2a: { defaultSkill: str(env, 'A2A_DEFAULT_SKILL') },
     mcp: {
       sessionIdleMs: int(env, 'MCP_SESSION_IDLE_MS', 1_800_000, 100, DAY),
       maxSessions: int(env, 'MCP_MAX_SESSIONS', 10_000, 1, 1_000_000),
@@ -242,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
   Object.freeze(config.db);
   Object.freeze(config.auth);
   Object.freeze(config.tasks);
+  Object.freeze(config.a2a);
   Object.freeze(config.mcp);
   Object.freeze(config.webhooks);
   Object.freeze(config.tracing);

@@ -11,7 +11,7 @@ function cleanEnv(): Record<string, string> {
   for (const [name, value] of Object.entries(process.env)) {
     if (
       value === undefined ||
-      /^(AUTH_|TASK_|RUNNER_|GRAPHIQL|ROLE|DATABASE_|DB_|DATA_DIR|LOG_LEVEL|NODE_ENV|PORT|HOST)/.test(
+      /^(AUTH_|TASK_|RUNNER_|A2A_|GRAPHIQL|ROLE|DATABASE_|DB_|DATA_DIR|LOG_LEVEL|NODE_ENV|PORT|HOST)/.test(
         name,
       )
     )
@@ -121,6 +121,17 @@ describe('a bad value', () => {
     });
     expect(code).toBe(2);
     expect(stderr).toMatch(/configuration error: LOG_LEVEL/);
+  });
+
+  it('A2A_DEFAULT_SKILL naming no registered kind stops `npm start` before the database opens', async () => {
+    const { code, stderr } = await run('src/main.ts', {
+      AUTH_JWT_SECRET: SECRET,
+      A2A_DEFAULT_SKILL: 'nope',
+    });
+    expect(code).toBe(2);
+    expect(stderr).toMatch(
+      /configuration error: A2A_DEFAULT_SKILL: names no registered task kind: "nope" \(registered: approval, export, primes, sleep\)/,
+    );
   });
 });
 

@@ -63,6 +63,36 @@ export function startRequest(
   });
 }
 
+export interface PlainOptions {
+  messageId?: string;
+  taskId?: string;
+  contextId?: string;
+  metadata?: Record<string, unknown>;
+  /** Without it the call waits, as generic clients call (A2A's default). */
+  returnImmediately?: boolean;
+}
+
+/**
+ * A message as generic A2A clients send one: `parts` in A2A's JSON (a string is a text part),
+ * naming no skill unless `metadata` does.
+ */
+export function plainRequest(
+  parts: Array<string | Record<string, unknown>>,
+  options: PlainOptions = {},
+): SendMessageRequest {
+  return SendMessageRequest.fromJSON({
+    message: {
+      messageId: options.messageId ?? messageId(),
+      role: 'ROLE_USER',
+      parts: parts.map((part) => (typeof part === 'string' ? { text: part } : part)),
+      ...(options.taskId ? { taskId: options.taskId } : {}),
+      ...(options.contextId ? { contextId: options.contextId } : {}),
+      ...(options.metadata ? { metadata: options.metadata } : {}),
+    },
+    configuration: { returnImmediately: options.returnImmediately ?? false },
+  });
+}
+
 /** `SendMessage` params that answer the question of task `taskId` with `value`. */
 export function answerRequest(
   taskId: string,

@@ -9,6 +9,7 @@ import {
   type ListTaskPushNotificationConfigsResponse,
   type ListTasksRequest,
   type ListTasksResponse,
+  type Message,
   type SendMessageRequest,
   type StreamResponse,
   type SubscribeToTaskRequest,
@@ -47,8 +48,10 @@ export class TaskRequestHandler implements A2ARequestHandler {
     private readonly tasks: TaskService,
     private readonly push: PushConfigs,
     private readonly log: Logger,
+    /** `A2A_DEFAULT_SKILL`: the kind a message naming no skill starts. */
+    defaultSkill?: string,
   ) {
-    this.messages = new Messages(tasks, push);
+    this.messages = new Messages(tasks, push, defaultSkill);
   }
 
   /** The card with a relative interface URL: the route serves it with the request's base. */
@@ -80,20 +83,22 @@ export class TaskRequestHandler implements A2ARequestHandler {
     }
   }
 
-  sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<A2ATask> {
+  sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<A2ATask | Message> {
     return this.call(
       context,
       async (caller) => {
-        const task = await this.messages.deliver(params, caller);
-        if (params.configuration?.returnImmediately || settled(task)) {
-          return toA2ATask(task, caller.actor);
+        const delivery = await this.messages.deliver(params, caller);
+        if (delivery.message) return delivery.message;
+        let { task } = delivery;
+        if (!params.configuration?.returnImmediately && !settled(task)) {
+          const updates = await this.tasks.subscribe(
+            caller.actor,
+            task.id,
+            caller.principal.expiresAt,
+          );
+          task = (await settle(updates, caller.signal)) ?? task;
         }
-        const updates = await this.tasks.subscribe(
-          caller.actor,
-          task.id,
-          caller.principal.expiresAt,
-        );
-        return toA2ATask((await settle(updates, caller.signal)) ?? task, caller.actor);
+        return toA2ATask(task, caller.actor);
       },
       'answer',
     );
@@ -104,13 +109,19 @@ export class TaskRequestHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): AsyncGenerator<StreamResponse, void, undefined> {
     const caller = callerOf(context);
-    const updates = await this.call(
+    const delivery = await this.call(
       context,
-      async () => {
-        const task = await this.messages.deliver(params, caller);
-        return this.tasks.subscribe(caller.actor, task.id, caller.principal.expiresAt);
-      },
+      () => this.messages.deliver(params, caller),
       'answer',
+    );
+    if (delivery.message) {
+      // The stream of a message is that one message (A2A 1.0).
+      yield { payload: { $case: 'message', value: delivery.message } };
+      return;
+    }
+    const { task } = delivery;
+    const updates = await this.call(context, () =>
+      this.tasks.subscribe(caller.actor, task.id, caller.principal.expiresAt),
     );
     yield* this.stream(follow(updates, caller.actor, caller.signal));
   }

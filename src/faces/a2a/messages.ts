@@ -13,6 +13,7 @@ import type { Task } from '../../tasks/task.js';
 import type { WebhookRequest } from '../../tasks/webhooks/rules.js';
 import type { Caller } from './context.js';
 import { firstData, LABELS_KEY, taskIdOf } from './mapping.js';
+import { messageInput, skillsMessage } from './no-skill.js';
 import type { PushConfigs } from './push.js';
 import { webhookRequestOf } from './push-configs.js';
 
@@ -30,18 +31,24 @@ function checkMediaTypes(parts: readonly Part[]): void {
   }
 }
 
+/** What a message comes to: a task (started or answered), or the agent's own message. */
+export type Delivery = { task: Task; message?: undefined } | { message: Message; task?: undefined };
+
 /**
  * What a SendMessage does (DESIGN §10): a message without `taskId` starts a task of the skill
- * it names; one with `taskId` answers that task's question. Either may bring a push config.
+ * it names, or of the default skill when it names none (without one, the answer lists the
+ * skills); one with `taskId` answers that task's question. Either may bring a push config.
  */
 export class Messages {
   constructor(
     private readonly tasks: TaskService,
     private readonly push: PushConfigs,
+    /** `A2A_DEFAULT_SKILL`, checked against the registered kinds at start-up. */
+    private readonly defaultSkill: string | undefined,
   ) {}
 
   /** Starts a task, or answers the question of the task the message names. */
-  deliver(params: SendMessageRequest, caller: Caller): Promise<Task> {
+  async deliver(params: SendMessageRequest, caller: Caller): Promise<Delivery> {
     const { message } = params;
     if (!message) throw new RequestMalformedError('params.message is required.');
     if (message.role !== Role.ROLE_USER)
@@ -51,25 +58,31 @@ export class Messages {
       throw new PushNotificationNotSupportedError();
     const push = params.configuration?.taskPushNotificationConfig;
     const webhook = push ? webhookRequestOf(push) : null;
-    return message.taskId
-      ? this.answer(message, caller, webhook)
-      : this.start(message, caller, webhook);
+    if (message.taskId) return { task: await this.answer(message, caller, webhook) };
+    const named: unknown = message.metadata?.skill;
+    // Absent, null and "" alike name no skill; anything else must be a skill's name.
+    const skill = named === null || named === '' ? undefined : named;
+    if (skill !== undefined && typeof skill !== 'string')
+      throw new RequestMalformedError(
+        'message.metadata.skill must name one of the skills on the agent card.',
+      );
+    let start: { kind: string; input: unknown };
+    if (skill !== undefined) start = { kind: skill, input: firstData(message.parts) ?? {} };
+    else if (this.defaultSkill !== undefined)
+      start = { kind: this.defaultSkill, input: messageInput(message) };
+    else return { message: skillsMessage(this.tasks.listKinds()) };
+    return { task: await this.start(message, caller, webhook, start) };
   }
 
   private async start(
     message: Message,
     { actor }: Caller,
     webhook: WebhookRequest | null,
+    { kind, input }: { kind: string; input: unknown },
   ): Promise<Task> {
     if (message.contextId) {
       throw new RequestMalformedError(
         'message.contextId is chosen by the server (it is the task id): leave it out to start a task.',
-      );
-    }
-    const skill = message.metadata?.skill;
-    if (typeof skill !== 'string' || skill === '') {
-      throw new RequestMalformedError(
-        'message.metadata.skill must name one of the skills on the agent card.',
       );
     }
     const ttlMs = message.metadata?.ttlMs;
@@ -77,8 +90,8 @@ export class Messages {
       throw new RequestMalformedError('message.metadata.ttlMs must be an integer.');
     if (!message.messageId) throw new RequestMalformedError('message.messageId is required.');
     const { task } = await this.tasks.start(actor, {
-      kind: skill,
-      input: firstData(message.parts) ?? {},
+      kind,
+      input,
       ttlMs: ttlMs ?? null,
       // The principal's one key space, shared with REST's Idempotency-Key.
       idempotencyKey: message.messageId,
@@ -109,7 +122,9 @@ export class Messages {
           : 'The task is not waiting for input.',
       );
     }
-    const value = firstData(message.parts);
+    // The default skill reads every message alike; any other kind, the first data part.
+    const value =
+      task.kind === this.defaultSkill ? messageInput(message) : firstData(message.parts);
     if (value === undefined)
       throw new RequestMalformedError('An answer is a message with a data part: the value.');
     return this.tasks.provideInput(actor, id, task.inputRequest.key, value, webhook);

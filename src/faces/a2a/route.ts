@@ -35,6 +35,8 @@ export interface A2AOptions {
   log: Logger;
   /** Push notification configs; without them the four methods answer -32003. */
   push?: PushConfigs;
+  /** The kind a message naming no skill starts (`A2A_DEFAULT_SKILL`); none: it lists the skills. */
+  defaultSkill?: string | undefined;
 }
 
 /** The task operation each method is, whose scope it needs (DESIGN §10); others need a token only. */
@@ -68,7 +70,8 @@ const rpcError = (id: unknown, code: number, message: string): JsonRpcReply => (
  */
 export function createA2AHandler(options: A2AOptions): RouteHandler {
   const { tasks, verifier, log } = options;
-  const handler = new TaskRequestHandler(tasks, options.push ?? noPushConfigs, log);
+  const push = options.push ?? noPushConfigs;
+  const handler = new TaskRequestHandler(tasks, push, log, options.defaultSkill);
   const transport = new JsonRpcTransportHandler(handler);
 
   async function authenticate(req: IncomingMessage): Promise<Principal> {

@@ -197,7 +197,14 @@ describe('messageId is the idempotency key, in the one key space of Idempotency-
 
 describe('bad input is -32602 and stores nothing', () => {
   const cases: Array<[string, () => ReturnType<typeof startRequest>]> = [
-    ['a missing skill', () => startRequest(undefined, { n: 1 })],
+    [
+      'a skill that is not a name',
+      () => {
+        const request = startRequest('hold', { n: 1 });
+        request.message!.metadata = { skill: 7 };
+        return request;
+      },
+    ],
     ['an unknown skill', () => startRequest('nope', { n: 1 })],
     ['input failing the schema', () => startRequest('hold', { n: 'one' })],
     ['a client-chosen contextId', () => startRequest('hold', { n: 1 }, { contextId: 'ctx-1' })],
