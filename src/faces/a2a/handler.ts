@@ -28,7 +28,7 @@ import { isTerminal } from '../../tasks/status.js';
 import { agentCard } from './card.js';
 import { type Caller, callerOf } from './context.js';
 import { type Operation, toA2AError } from './errors.js';
-import { statusesOf, taskIdOf, toA2ATask } from './mapping.js';
+import { replyMessage, statusesOf, taskIdOf, toA2ATask } from './mapping.js';
 import { Messages } from './messages.js';
 import type { PushConfigs } from './push.js';
 import { firstOf, follow, settle, settled } from './streams.js';
@@ -98,7 +98,11 @@ export class TaskRequestHandler implements A2ARequestHandler {
           );
           task = (await settle(updates, caller.signal)) ?? task;
         }
-        return toA2ATask(task, caller.actor);
+        // A waiting caller gets the agent's message when the result asks for one.
+        const reply = params.configuration?.returnImmediately
+          ? undefined
+          : replyMessage(task, caller.actor);
+        return reply ?? toA2ATask(task, caller.actor);
       },
       'answer',
     );

@@ -15,6 +15,7 @@ import type { Task } from '../../tasks/task.js';
 import { isTaskId } from '../../tasks/validation.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
 import { workMetadata } from '../../tasks/work-metadata.js';
+import { partsOfResult, repliesWithMessage } from './result-parts.js';
 
 /** Our statuses as A2A states (DESIGN §10); no other state is ever sent. */
 export const STATE_OF: Record<TaskStatus, TaskState> = {
@@ -90,16 +91,39 @@ function statusOf(task: Task, viewer: Actor): A2AStatus {
   };
 }
 
-/** The result as A2A's one artifact, for a completed task seen by its owner. */
+/**
+ * The result as A2A's one artifact, for a completed task seen by its owner: one data part, or
+ * the parts the result names (see `partsOfResult`).
+ */
 export function resultArtifact(task: Task, viewer: Actor): Artifact | undefined {
   if (task.status !== 'completed' || !mayReadPayloads(task, viewer)) return undefined;
   return {
     artifactId: 'result',
     name: 'result',
     description: '',
-    parts: [dataPart(task.result ?? null)],
+    parts: partsOfResult(task.result) ?? [dataPart(task.result ?? null)],
     metadata: undefined,
     extensions: [],
+  };
+}
+
+/**
+ * The Message a waiting SendMessage answers instead of the task, when the completed task's
+ * result asks for one (`repliesWithMessage`) and the viewer may read it: its parts, tied to
+ * the task, which stays readable.
+ */
+export function replyMessage(task: Task, viewer: Actor): Message | undefined {
+  if (task.status !== 'completed' || !mayReadPayloads(task, viewer)) return undefined;
+  if (!repliesWithMessage(task.result)) return undefined;
+  return {
+    messageId: `${task.id}:${task.version}`,
+    contextId: task.id,
+    taskId: task.id,
+    role: Role.ROLE_AGENT,
+    parts: partsOfResult(task.result) ?? [],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
   };
 }
 
