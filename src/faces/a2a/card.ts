@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sendJson } from '../../http/problem.js';
 import type { TaskKind } from '../../tasks/kinds.js';
 
 /** The path clients fetch the card from (A2A's well-known URI). */
@@ -74,4 +76,54 @@ export function agentCard({ kinds, baseUrl, pushNotifications }: CardOptions) {
       outputModes: JSON_MODE,
     })),
   };
+}
+
+/** How long clients and caches may keep the card: it changes only with a deployment. */
+export const CARD_MAX_AGE_S = 300;
+
+/** Whether an If-None-Match header names `etag` (weak or strong) or is `*`. */
+function matches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header
+    .split(',')
+    .map((tag) => tag.trim().replace(/^W\//, ''))
+    .some((tag) => tag === '*' || tag === etag);
+}
+
+/** The card changes only when the server does: it is as new as this process. */
+const LOADED = new Date(Math.floor(Date.now() / 1000) * 1000);
+
+/** Whether If-Modified-Since names a time no earlier than the card's (ignored with an ETag). */
+function unmodifiedSince(req: IncomingMessage): boolean {
+  const since = req.headers['if-modified-since'];
+  if (!since || req.headers['if-none-match']) return false;
+  const time = Date.parse(since);
+  return !Number.isNaN(time) && time >= LOADED.getTime();
+}
+
+/**
+ * Sends the card with the caching headers A2A 1.0 asks for (8.6.1): `Cache-Control` with a
+ * `max-age`, an `ETag` of its content and a `Last-Modified` of the process's start, so a
+ * client that sends either back (`If-None-Match`, else `If-Modified-Since`) gets `304`
+ * without a body. The ETag is the same from every process; the time is not, so it only
+ * spares a download from the same process.
+ */
+export function sendCard(req: IncomingMessage, res: ServerResponse, card: unknown): void {
+  const text = JSON.stringify(card);
+  const etag = `"${createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`;
+  const headers = {
+    'cache-control': `public, max-age=${CARD_MAX_AGE_S}`,
+    etag,
+    'last-modified': LOADED.toUTCString(),
+  };
+  const condition = req.headers['if-none-match'];
+  if (
+    matches(Array.isArray(condition) ? condition.join(',') : condition, etag) ||
+    unmodifiedSince(req)
+  ) {
+    res.writeHead(304, headers);
+    res.end();
+    return;
+  }
+  sendJson(res, 200, card, headers);
 }

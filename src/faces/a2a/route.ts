@@ -15,7 +15,7 @@ import {
 import type { RouteHandler } from '../../http/server.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { TaskService } from '../../tasks/service.js';
-import { A2A_PATH, AGENT_CARD_PATH, baseUrlOf, requestedVersionOf } from './card.js';
+import { A2A_PATH, AGENT_CARD_PATH, baseUrlOf, requestedVersionOf, sendCard } from './card.js';
 import { Caller, callContext } from './context.js';
 import { limitOf } from './errors.js';
 import { TaskRequestHandler } from './handler.js';
@@ -141,7 +141,7 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
     if (path === AGENT_CARD_PATH) {
       if (req.method !== 'GET' && req.method !== 'HEAD')
         sendMethodNotAllowed(res, 'GET, HEAD', 'Use GET.');
-      else sendJson(res, 200, handler.card(baseUrlOf(req)));
+      else sendCard(req, res, handler.card(baseUrlOf(req)));
       return true;
     }
     // A2A clients (the conformance kit's among them) may join the card's URL and `/`.

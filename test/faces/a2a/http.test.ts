@@ -112,6 +112,45 @@ describe('the agent card', () => {
     expect(await cardAt('evil"/><x')).toMatchObject({ code: 'MISDIRECTED_REQUEST' });
   });
 
+  it('may be cached five minutes, and a client sending its ETag or date back gets 304 without a body', async () => {
+    const card = `${t.url}/.well-known/agent-card.json`;
+    const first = await fetch(card);
+    expect(first.headers.get('cache-control')).toBe('public, max-age=300');
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^"[\w-]{27}"$/);
+    expect((await fetch(card)).headers.get('etag')).toBe(etag);
+    for (const condition of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const again = await fetch(card, { headers: { 'if-none-match': condition } });
+      expect(again.status, condition).toBe(304);
+      expect(again.headers.get('etag')).toBe(etag);
+      expect(await again.text()).toBe('');
+    }
+    const changed = await fetch(card, { headers: { 'if-none-match': '"other"' } });
+    expect(changed.status).toBe(200);
+    // Last-Modified is the process's start; If-Modified-Since counts without an ETag only.
+    const modified = first.headers.get('last-modified')!;
+    expect(Date.parse(modified)).toBeLessThanOrEqual(Date.now());
+    const since = (date: string, etag?: string) =>
+      fetch(card, {
+        headers: { 'if-modified-since': date, ...(etag ? { 'if-none-match': etag } : {}) },
+      }).then((r) => r.status);
+    expect(await since(modified)).toBe(304);
+    expect(await since(new Date(Date.parse(modified) - 1000).toUTCString())).toBe(200);
+    expect(await since(modified, '"other"')).toBe(200);
+    // The card names the host it was asked at: another host, another card, another ETag.
+    const port = new URL(t.url).port;
+    const elsewhere = await new Promise<string | undefined>((resolve, reject) => {
+      const req = request(card, { headers: { host: `localhost:${port}` } }, (res) => {
+        res.resume();
+        resolve(res.headers.etag);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(elsewhere).toMatch(/^"[\w-]{27}"$/);
+    expect(elsewhere).not.toBe(etag);
+  });
+
   it("is what the SDK's ClientFactory builds a JSON-RPC client from", async () => {
     const client = await new ClientFactory().createFromUrl(t.url);
     expect(client.transport.protocolName).toBe('JSONRPC');
