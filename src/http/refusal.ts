@@ -7,7 +7,7 @@ import { sendProblem } from './problem.js';
 
 /**
  * How the plain-HTTP faces (REST, MCP, A2A) say no: one status for each code of DESIGN §3,
- * the bearer challenge, `Retry-After` for the limits, and the one test of a JSON body.
+ * the bearer challenge and `Retry-After` for the limits. (Which bodies are JSON: json-body.ts.)
  */
 
 /** The HTTP status of each contract code. */
@@ -121,17 +121,4 @@ export function sendRefusal(
 /** 405 with the `Allow` header: the path exists, the method does not. */
 export function sendMethodNotAllowed(res: ServerResponse, allow: string, detail: string): void {
   sendProblem(res, 405, 'METHOD_NOT_ALLOWED', detail, { allow });
-}
-
-/** `application/json`, or a `+json` type (RFC 6839), with or without parameters. */
-const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
-
-/**
- * Refuses a body that is not JSON before a byte of it is read (415): a form or text/plain
- * body is what a page on another site can send without asking.
- * @throws ServiceError UNSUPPORTED_MEDIA_TYPE with `message`
- */
-export function requireJsonType(req: IncomingMessage, message: string): void {
-  if (!JSON_TYPE.test(req.headers['content-type'] ?? ''))
-    throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', message);
 }

@@ -4,14 +4,10 @@ import type { Logger } from 'pino';
 import { type Principal, toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
 import { coerceError, ServiceError } from '../../errors.js';
-import { PayloadTooLarge, readBody, sendTooLarge } from '../../http/body.js';
+import { PayloadTooLarge, sendTooLarge } from '../../http/body.js';
+import { readJson } from '../../http/json-body.js';
 import { sendJson } from '../../http/problem.js';
-import {
-  requireBearer,
-  requireJsonType,
-  sendMethodNotAllowed,
-  sendRefusal,
-} from '../../http/refusal.js';
+import { requireBearer, sendMethodNotAllowed, sendRefusal } from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { TaskService } from '../../tasks/service.js';
@@ -84,14 +80,11 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'POST') return sendMethodNotAllowed(res, 'POST', 'Use POST.');
     const principal = await authenticate(req);
-    requireJsonType(req, 'Send the request as application/json.');
-    let body: unknown;
-    try {
-      body = JSON.parse((await readBody(req)).toString('utf8'));
-    } catch (err) {
-      if (err instanceof ServiceError) throw err;
+    const parsed = await readJson(req);
+    if (!parsed.ok) {
       return sendJson(res, 200, rpcError(null, PARSE_ERROR, 'The body is not valid JSON.'));
     }
+    const body = parsed.value;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       const message = 'The body must be one JSON-RPC request object (batches are not served).';
       return sendJson(res, 200, rpcError(null, INVALID_REQUEST, message));

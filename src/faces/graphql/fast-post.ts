@@ -2,11 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type ExecutionResult, GraphQLError, getOperationAST } from 'graphql';
 import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
 import { readBody } from '../../http/body.js';
+import { jsonTypeRefusal, parseJson } from '../../http/json-body.js';
 import type { RouteHandler } from '../../http/server.js';
 import type { Context } from './builder.js';
 import type { ServerContext } from './yoga.js';
 
-const JSON_TYPE = /^application\/json\s*(;\s*charset=utf-8\s*)?$/i;
 type ResultType = 'application/json' | 'application/graphql-response+json';
 /** The ranges yoga answers with one JSON document, and the type it then answers with. */
 const REGULAR: Record<string, ResultType> = {
@@ -51,12 +51,8 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 
 /** The body as plain GraphQL-over-HTTP params, or undefined for anything less usual. */
 function plainParams(body: string): Params | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return undefined;
-  }
+  const json = parseJson(body);
+  const parsed = json.ok ? json.value : undefined;
   if (!isObject(parsed) || typeof parsed.query !== 'string') return undefined;
   for (const key of Object.keys(parsed)) if (!PARAM_KEYS.has(key)) return undefined;
   if (parsed.variables != null && !isObject(parsed.variables)) return undefined;
@@ -190,7 +186,8 @@ export function createGraphQLPostHandler(
     }
     if (req.method === 'HEAD') return fallback(req, res, undefined);
     const body = (await readBody(req)).toString('utf8');
-    const plain = req.method === 'POST' && JSON_TYPE.test(req.headers['content-type'] ?? '');
+    // Yoga refuses, by the same rule, a type this path does not take.
+    const plain = req.method === 'POST' && !jsonTypeRefusal(req.headers['content-type']);
     const params = plain && accept ? plainParams(body) : undefined;
     if (!accept || !params) return fallback(req, res, body);
     return run(req, res, params, accept, () => fallback(req, res, body));

@@ -6,13 +6,13 @@ import { ALL_SCOPES, toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
 import { coerceError, ServiceError } from '../../errors.js';
 import { PayloadTooLarge } from '../../http/body.js';
+import { readJson } from '../../http/json-body.js';
 import { sendJson, sendProblem } from '../../http/problem.js';
 import { requireBearer, sendMethodNotAllowed, sendRefusal } from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { Actor, TaskService } from '../../tasks/service.js';
 import { isTaskId } from '../../tasks/validation.js';
-import { readJsonBody } from './body.js';
 import { createMcpServer } from './server.js';
 import { Sessions, Shutdown } from './sessions.js';
 import { isStateless } from './stateless/envelope.js';
@@ -130,7 +130,7 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
     let body: unknown;
     let messages: Message[] = [];
     if (method === 'POST') {
-      const parsed = await readJsonBody(req);
+      const parsed = await readJson(req);
       if (!parsed.ok) return jsonRpcError(res, 400, -32700, 'Parse error: Invalid JSON');
       body = parsed.value;
       messages = messagesOf(body);
