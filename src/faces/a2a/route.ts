@@ -3,9 +3,9 @@ import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
 import { type Principal, toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { coerceError, ServiceError } from '../../errors.js';
-import { PayloadTooLarge, sendTooLarge } from '../../http/body.js';
+import { ServiceError } from '../../errors.js';
 import { readJson } from '../../http/json-body.js';
+import { answerThrown } from '../../http/last-catch.js';
 import { sendJson } from '../../http/problem.js';
 import { requireBearer, sendMethodNotAllowed, sendRefusal } from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
@@ -140,15 +140,11 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
     try {
       await serve(req, res);
     } catch (err) {
-      if (err instanceof PayloadTooLarge) {
-        sendTooLarge(res, err.limit);
-      } else if (err instanceof ServiceError) {
-        sendRefusal(res, err);
-      } else {
-        log.error({ err: coerceError(err), path }, 'unexpected error in the A2A face');
-        if (!res.headersSent) sendJson(res, 500, rpcError(null, -32603, MASKED));
-        else res.end();
-      }
+      answerThrown(req, res, err, {
+        log,
+        where: 'the A2A face',
+        mask: (response) => sendJson(response, 500, rpcError(null, -32603, MASKED)),
+      });
     }
     return true;
   };

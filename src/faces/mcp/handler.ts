@@ -4,11 +4,11 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Logger } from 'pino';
 import { ALL_SCOPES, toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { coerceError, ServiceError } from '../../errors.js';
-import { PayloadTooLarge } from '../../http/body.js';
+import { ServiceError } from '../../errors.js';
 import { readJson } from '../../http/json-body.js';
-import { sendJson, sendProblem } from '../../http/problem.js';
-import { requireBearer, sendMethodNotAllowed, sendRefusal } from '../../http/refusal.js';
+import { answerThrown } from '../../http/last-catch.js';
+import { sendJson } from '../../http/problem.js';
+import { requireBearer, sendMethodNotAllowed } from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { Actor, TaskService } from '../../tasks/service.js';
@@ -169,20 +169,6 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
     await session.transport.handleRequest(req, res, body, authInfo);
   }
 
-  function refuse(req: IncomingMessage, res: ServerResponse, err: unknown): void {
-    if (res.headersSent) {
-      log.error({ err: coerceError(err) }, 'MCP response failed after its headers were sent');
-      res.destroy();
-      return;
-    }
-    if (err instanceof ServiceError) {
-      sendRefusal(res, err, { resource_metadata: `${baseOf(req)}${METADATA_PATH}` });
-      return;
-    }
-    log.error({ err: coerceError(err), method: req.method }, 'unexpected error in the MCP face');
-    sendProblem(res, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.');
-  }
-
   return {
     async handle(req, res) {
       const path = (req.url ?? '/').split('?')[0];
@@ -191,8 +177,9 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
         if (path === METADATA_PATH) metadata(req, res);
         else await serve(req, res);
       } catch (err) {
-        if (err instanceof PayloadTooLarge) throw err; // the server's 413, connection closed
-        refuse(req, res, err);
+        // A 401 names the resource metadata in its challenge (RFC 9728).
+        const challenge = { resource_metadata: `${baseOf(req)}${METADATA_PATH}` };
+        answerThrown(req, res, err, { log, where: 'the MCP face', challenge });
       }
       return true;
     },

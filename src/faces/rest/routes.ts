@@ -2,16 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { coerceError, notFound, ServiceError } from '../../errors.js';
-import { PayloadTooLarge } from '../../http/body.js';
+import { notFound, ServiceError } from '../../errors.js';
 import { readJson } from '../../http/json-body.js';
+import { answerThrown } from '../../http/last-catch.js';
 import { sendJson, sendProblem } from '../../http/problem.js';
-import {
-  HttpRefusal,
-  requireBearer,
-  sendMethodNotAllowed,
-  sendRefusal,
-} from '../../http/refusal.js';
+import { HttpRefusal, requireBearer, sendMethodNotAllowed } from '../../http/refusal.js';
 import { handleOf, reportOf, retryAfterSeconds } from '../../tasks/handle.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { Actor, StartRequest, TaskService } from '../../tasks/service.js';
@@ -202,16 +197,7 @@ export function createRestHandler(options: RestOptions) {
     try {
       await route(req, res, url);
     } catch (err) {
-      if (err instanceof PayloadTooLarge) throw err; // the server's 413, closing the connection
-      if (err instanceof ServiceError) {
-        sendRefusal(res, err);
-      } else {
-        log.error(
-          { err: coerceError(err), method: req.method, path: url.pathname },
-          'unexpected error in the REST face',
-        );
-        if (!res.headersSent) sendProblem(res, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.');
-      }
+      answerThrown(req, res, err, { log, where: 'the REST face' });
     }
     return true;
   };

@@ -1,10 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Principal } from '../../../auth/principal.js';
+import { ServiceError } from '../../../errors.js';
+import { answerThrown, MASKED_MESSAGE } from '../../../http/last-catch.js';
 import { sendJson } from '../../../http/problem.js';
 import type { TaskService } from '../../../tasks/service.js';
 import { SERVER_INFO } from '../server.js';
-import { rpcErrorOf } from '../wire.js';
+import { RpcError, rpcErrorOf } from '../wire.js';
 import { checkEnvelope, METHOD_NOT_FOUND, StatelessError } from './envelope.js';
 import { listen } from './listen.js';
 import { METHODS } from './methods.js';
@@ -67,15 +69,20 @@ export async function serveStateless(
       result: { ...result, _meta: { ...meta, [SERVER_INFO_META]: SERVER_INFO } },
     });
   } catch (err) {
-    if (res.headersSent) {
-      context.log.error({ err, method }, 'MCP response failed after its headers were sent');
-      res.destroy();
-      return;
-    }
-    if (err instanceof StatelessError) {
-      return answerError(err.status, err.code, err.message, err.data);
-    }
-    const rpc = rpcErrorOf(err, context.log, method);
-    answerError(200, rpc.code, rpc.message, rpc.data);
+    answerThrown(req, res, err, {
+      log: context.log,
+      where: 'the MCP face',
+      context: { method },
+      refuse: (_res, thrown) => {
+        if (thrown instanceof StatelessError) {
+          answerError(thrown.status, thrown.code, thrown.message, thrown.data);
+        } else if (thrown instanceof RpcError || thrown instanceof ServiceError) {
+          const rpc = rpcErrorOf(thrown, context.log, method);
+          answerError(200, rpc.code, rpc.message, rpc.data);
+        } else return false;
+        return true;
+      },
+      mask: () => answerError(200, -32603, MASKED_MESSAGE),
+    });
   }
 }
