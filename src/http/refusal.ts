@@ -38,26 +38,45 @@ export class HttpRefusal extends ServiceError {
   }
 }
 
+/** Where a refusal is audited: the task service's gate (`TaskService.gate`). */
+export interface RefusalAudit {
+  refused(
+    principal: string | null,
+    operation: string,
+    taskId: string | null,
+    outcome: 'UNAUTHENTICATED',
+  ): void;
+}
+
+/** What a refused request was asking for, as the audit trail names it. */
+export interface AuditedAsk {
+  audit: RefusalAudit;
+  /** The task operation, or the face (`mcp`, `a2a`) when its method is not read yet. */
+  operation: string;
+  taskId?: string | null;
+}
+
 /**
- * The caller of a plain-HTTP face, if its bearer token is valid; the scope an operation
- * needs is the task service's to check (`TaskService.gate.authorize`).
+ * The caller of a plain-HTTP face, if its bearer token is valid; a request without one is
+ * refused and audited, like every refused task operation (docs/auth.md). The scope an
+ * operation needs is the task service's to check (`TaskService.gate.authorize`).
  * @throws ServiceError UNAUTHENTICATED, `details.tokenSent` when a token was refused
  */
 export async function requireBearer(
   verifier: TokenVerifier,
   req: IncomingMessage,
+  ask: AuditedAsk,
 ): Promise<Principal> {
   const auth = await authenticate(verifier, req.headers.authorization);
+  if (auth.principal) return auth.principal;
+  ask.audit.refused(null, ask.operation, ask.taskId ?? null, 'UNAUTHENTICATED');
   if (auth.error) {
     throw new ServiceError('UNAUTHENTICATED', auth.error.message, { tokenSent: true });
   }
-  if (!auth.principal) {
-    throw new ServiceError(
-      'UNAUTHENTICATED',
-      'Authentication required: send "Authorization: Bearer <token>".',
-    );
-  }
-  return auth.principal;
+  throw new ServiceError(
+    'UNAUTHENTICATED',
+    'Authentication required: send "Authorization: Bearer <token>".',
+  );
 }
 
 /**

@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
-import { type Principal, toActor } from '../../auth/principal.js';
+import { toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { ServiceError } from '../../errors.js';
 import { readJson } from '../../http/json-body.js';
 import { answerThrown } from '../../http/last-catch.js';
 import { sendJson } from '../../http/problem.js';
@@ -67,19 +66,9 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
   const handler = new TaskRequestHandler(tasks, options.push ?? noPushConfigs, log);
   const transport = new JsonRpcTransportHandler(handler);
 
-  async function authenticate(req: IncomingMessage): Promise<Principal> {
-    try {
-      return await requireBearer(verifier, req);
-    } catch (err) {
-      if (err instanceof ServiceError && err.code === 'UNAUTHENTICATED')
-        tasks.gate.refused(null, 'a2a', null, 'UNAUTHENTICATED');
-      throw err;
-    }
-  }
-
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'POST') return sendMethodNotAllowed(res, 'POST', 'Use POST.');
-    const principal = await authenticate(req);
+    const principal = await requireBearer(verifier, req, { audit: tasks.gate, operation: 'a2a' });
     const parsed = await readJson(req);
     if (!parsed.ok) {
       return sendJson(res, 200, rpcError(null, PARSE_ERROR, 'The body is not valid JSON.'));

@@ -125,7 +125,7 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
       return sendMethodNotAllowed(res, 'GET, POST, DELETE', 'Use POST, GET or DELETE.');
     }
-    const principal = await requireBearer(verifier, req);
+    const principal = await requireBearer(verifier, req, { audit: tasks.gate, operation: 'mcp' });
 
     let body: unknown;
     let messages: Message[] = [];

@@ -87,14 +87,8 @@ export function createRestHandler(options: RestOptions) {
     operation: Operation,
     taskId: string | null = null,
   ): Promise<Actor> {
-    let actor: Actor;
-    try {
-      actor = toActor(await requireBearer(verifier, req));
-    } catch (err) {
-      if (err instanceof ServiceError && err.code === 'UNAUTHENTICATED')
-        tasks.gate.refused(null, operation, taskId, 'UNAUTHENTICATED');
-      throw err;
-    }
+    const principal = await requireBearer(verifier, req, { audit: tasks.gate, operation, taskId });
+    const actor = toActor(principal);
     tasks.gate.authorize(actor, operation, taskId);
     return actor;
   }
