@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type ExecutionResult, GraphQLError, getOperationAST } from 'graphql';
+import { type ExecutionResult, getOperationAST } from 'graphql';
 import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
 import { readBody } from '../../http/body.js';
 import { jsonTypeRefusal, parseJson } from '../../http/json-body.js';
 import type { RouteHandler } from '../../http/server.js';
 import type { Context } from './builder.js';
+import type { ErrorMasking } from './errors.js';
 import type { ServerContext } from './yoga.js';
 
 type ResultType = 'application/json' | 'application/graphql-response+json';
@@ -102,7 +103,9 @@ function searchParams(url: string | undefined): Params | undefined {
 export function createGraphQLPostHandler(
   yoga: YogaServerInstance<ServerContext, Context>,
   /** False when a plugin hooks what the direct path skips (yoga.ts `servedDirectly`). */
-  direct = true,
+  direct: boolean,
+  /** The masking yoga was built with: a failure here reads as it would there. */
+  masking: ErrorMasking,
 ) {
   const fallback = async (
     req: IncomingMessage,
@@ -161,11 +164,7 @@ export function createGraphQLPostHandler(
       })) as ExecutionResult;
     } catch (err) {
       yoga.logger.error(err); // logged with its cause, masked for the client
-      result = {
-        errors: [
-          new GraphQLError('Unexpected error.', { extensions: { code: 'INTERNAL_SERVER_ERROR' } }),
-        ],
-      };
+      result = { errors: [masking.unexpected(err)] };
     }
     if (result.errors?.length)
       return send(res, await processRegularResult(result, yoga.fetchAPI, accept));
@@ -227,8 +226,9 @@ async function send(res: ServerResponse, response: Response): Promise<void> {
 export function graphqlRoute(
   yoga: YogaServerInstance<ServerContext, Context>,
   direct: boolean,
+  masking: ErrorMasking,
 ): RouteHandler {
-  const serve = createGraphQLPostHandler(yoga, direct);
+  const serve = createGraphQLPostHandler(yoga, direct, masking);
   return async (req, res) => {
     if ((req.url ?? '/').split('?')[0] !== '/graphql') return false;
     await serve(req, res);

@@ -8,7 +8,7 @@ import type { Limits } from '../../config/config.js';
 import { allowedOrigin, EXPOSED_HEADERS } from '../../http/cors.js';
 import type { TaskService } from '../../tasks/service.js';
 import type { Context } from './builder.js';
-import { maskError, yogaLogger } from './errors.js';
+import { ErrorMasking, yogaLogger } from './errors.js';
 import { useCodedErrors, useHttpRules } from './http-rules.js';
 import { useHotOperationJit } from './jit.js';
 import { boundedParseCaches, type GraphQLLimits, limitPlugins } from './limits.js';
@@ -27,8 +27,8 @@ export interface YogaOptions {
   verifier: TokenVerifier;
   log: Logger;
   production: boolean;
-  /** Unmasked errors (NODE_ENV=development, see Config). @default false */
-  development?: boolean;
+  /** How unexpected errors are masked (`ErrorMasking.of(config)`). @default ErrorMasking.masked */
+  masking?: ErrorMasking | undefined;
   /** DESIGN §12. */
   limits: GraphQLLimits & Pick<Limits, 'httpMaxBodyBytes' | 'corsOrigins'>;
   /** Told of every operation (metrics). */
@@ -90,10 +90,7 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
         ? false
         : { origin, credentials: false, exposedHeaders: EXPOSED_HEADERS.split(', ') };
     },
-    maskedErrors: {
-      maskError,
-      isDev: !options.production && options.development === true,
-    },
+    maskedErrors: (options.masking ?? ErrorMasking.masked).yogaOptions,
     // GraphiQL is served by src/faces/graphql/graphiql.ts (compressed, cached), not by yoga.
     graphiql: false,
     context: async (initial): Promise<Context> => {
