@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Logger } from 'pino';
 import { ALL_SCOPES, toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
@@ -13,10 +12,11 @@ import type { RouteHandler } from '../../http/server.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { Actor, TaskService } from '../../tasks/service.js';
 import { isTaskId } from '../../tasks/validation.js';
-import { createMcpServer } from './server.js';
-import { Sessions, Shutdown } from './sessions.js';
+import { PARSE_ERROR } from './core/errors.js';
+import { sendRpcError } from './core/rpc.js';
+import { createSessionFace } from './sessions/face.js';
 import { isStateless } from './stateless/envelope.js';
-import { serveStateless } from './stateless/face.js';
+import { createStatelessFace } from './stateless/face.js';
 
 export const MCP_PATH = '/mcp';
 export const METADATA_PATH = '/.well-known/oauth-protected-resource/mcp';
@@ -69,21 +69,21 @@ function baseOf(req: IncomingMessage): string {
   return `${scheme}://${/^[A-Za-z0-9.:[\]-]+$/.test(host) ? host : 'localhost'}`;
 }
 
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });
-}
-
-/** The MCP face (DESIGN §9): Streamable HTTP with sessions over the task service. */
+/**
+ * The MCP face: its door. Both revisions come through it — the origin check, the token
+ * (refusals audited), the body and each message's scope — and it hands the request to the
+ * revision it speaks: 2026-07-28 (DESIGN §9b, `stateless/`) or 2025-11-25 with sessions
+ * (§9, `sessions/`). Neither revision knows the other; what they share is `core/`.
+ */
 export function createMcpFace(options: McpFaceOptions): McpFace {
   const { tasks, verifier, log } = options;
-  const sessions = new Sessions({
-    idleMs: options.sessionIdleMs,
-    max: options.maxSessions,
+  const sessions = createSessionFace({
+    tasks,
     log,
-    createServer: (shutdown) => createMcpServer({ tasks, log, shutdown }),
+    idleMs: options.sessionIdleMs,
+    maxSessions: options.maxSessions,
   });
-  /** The 2026-07-28 revision's waiting calls, answered when the face closes. */
-  const stateless = new Shutdown();
+  const stateless = createStatelessFace({ tasks, log });
 
   function metadata(req: IncomingMessage, res: ServerResponse): void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -128,45 +128,19 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
     const principal = await requireBearer(verifier, req, { audit: tasks.gate, operation: 'mcp' });
 
     let body: unknown;
-    let messages: Message[] = [];
     if (method === 'POST') {
       const parsed = await readJson(req);
-      if (!parsed.ok) return jsonRpcError(res, 400, -32700, 'Parse error: Invalid JSON');
+      if (!parsed.ok) {
+        return sendRpcError(res, 400, null, {
+          code: PARSE_ERROR,
+          message: 'Parse error: Invalid JSON',
+        });
+      }
       body = parsed.value;
-      messages = messagesOf(body);
-      checkScopes(toActor(principal), messages);
-      if (isStateless(req, body)) {
-        const context = { tasks, log, principal, stopping: stateless.signal };
-        return stateless.track(serveStateless(context, req, res, body));
-      }
+      checkScopes(toActor(principal), messagesOf(body));
+      if (isStateless(req, body)) return stateless.serve(req, res, principal, body);
     }
-
-    const header = req.headers['mcp-session-id'];
-    let session = typeof header === 'string' ? sessions.find(header, principal.sub) : undefined;
-    if (header === undefined && messages.some((m) => m.method === 'initialize')) {
-      if (sessions.full) {
-        throw new ServiceError(
-          'SERVICE_UNAVAILABLE',
-          'This server holds MCP_MAX_SESSIONS sessions already; try again later.',
-          { retryAfterMs: sessions.retryAfterMs() },
-        );
-      }
-      session = await sessions.create(principal.sub);
-    } else if (header === undefined) {
-      return jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-    } else if (!session) {
-      return jsonRpcError(res, 404, -32001, 'Session not found');
-    }
-
-    const authInfo: AuthInfo = {
-      token: (req.headers.authorization ?? '').replace(/^Bearer\s+/i, ''),
-      clientId: principal.sub,
-      scopes: [...principal.scopes],
-      ...(principal.expiresAt ? { expiresAt: Math.floor(principal.expiresAt / 1000) } : {}),
-      extra: { principal },
-    };
-    res.once('close', session.use(method !== 'GET'));
-    await session.transport.handleRequest(req, res, body, authInfo);
+    await sessions.serve(req, res, principal, body);
   }
 
   return {
@@ -184,7 +158,7 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
       return true;
     },
     close: async () => {
-      await stateless.begin();
+      await stateless.close();
       await sessions.close();
     },
   };
