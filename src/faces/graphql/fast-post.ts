@@ -102,7 +102,7 @@ function searchParams(url: string | undefined): Params | undefined {
  */
 export function createGraphQLPostHandler(
   yoga: YogaServerInstance<ServerContext, Context>,
-  /** False when a plugin hooks what the direct path skips (yoga.ts `servedDirectly`). */
+  /** False when a plugin hooks what the direct path skips (direct-hooks.ts `servedDirectly`). */
   direct: boolean,
   /** The masking yoga was built with: a failure here reads as it would there. */
   masking: ErrorMasking,

@@ -33,32 +33,8 @@ export interface YogaOptions {
   limits: GraphQLLimits & Pick<Limits, 'httpMaxBodyBytes' | 'corsOrigins'>;
   /** Told of every operation (metrics). */
   observer?: GraphQLObserver | undefined;
-  /** An embedder's yoga or envelop plugins, after ours (see `servedDirectly`). */
+  /** An embedder's yoga or envelop plugins, after ours (see direct-hooks.ts). */
   plugins?: readonly Plugin<any, any, any>[] | undefined;
-}
-
-/**
- * Hooks yoga runs around an operation that the direct POST path (fast-post.ts) does not: it
- * runs envelop's own (parse, validate, context, execute) and answers on the node response.
- * `onPluginInit` may add any hook, so it counts too.
- */
-const REQUEST_HOOKS = [
-  'onRequest',
-  'onRequestParse',
-  'onParams',
-  'onExecutionResult',
-  'onResultProcess',
-  'onResponse',
-  'onPluginInit',
-  'instrumentation',
-] as const;
-
-/**
- * Whether a request may take the direct POST path with these plugins: only when none of
- * them hooks what that path leaves out, so no plugin an embedder adds is ever skipped.
- */
-export function servedDirectly(plugins: readonly Plugin<any, any, any>[] = []): boolean {
-  return plugins.every((plugin) => REQUEST_HOOKS.every((hook) => !(hook in plugin)));
 }
 
 /** Builds the yoga instance; it never listens (the app's HTTP server serves it). */
