@@ -13,12 +13,14 @@ import { migrate } from './db/migrate.js';
 import { coerceError } from './errors.js';
 import { a2aPushBody, a2aPushConfigs } from './faces/a2a/push-configs.js';
 import { createA2AHandler } from './faces/a2a/route.js';
+import { servedDirectly } from './faces/graphql/direct-hooks.js';
+import { ErrorMasking } from './faces/graphql/errors.js';
 import { graphqlRoute } from './faces/graphql/fast-post.js';
 import { createGraphiQLHandler } from './faces/graphql/graphiql.js';
 import { schema } from './faces/graphql/index.js';
 import { useOperationSpans } from './faces/graphql/operation-spans.js';
 import { attachWebSockets } from './faces/graphql/ws.js';
-import { createYogaServer, servedDirectly } from './faces/graphql/yoga.js';
+import { createYogaServer } from './faces/graphql/yoga.js';
 import { createMcpFace } from './faces/mcp/handler.js';
 import { createRestHandler } from './faces/rest/routes.js';
 import { createDashboardHandler } from './http/dashboard.js';
@@ -186,6 +188,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       })
     : undefined;
 
+  const masking = ErrorMasking.of(config);
   const yoga = servesApi
     ? createYogaServer({
         schema,
@@ -193,7 +196,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         verifier,
         log,
         production: config.production,
-        development: config.development,
+        masking,
         limits: config.limits,
         observer: metrics,
         // DESIGN §13: operation spans only while tracing is on (they hook execution only, so
@@ -232,12 +235,14 @@ export async function createApp(options: AppOptions): Promise<App> {
             ...(config.dashboard ? [createDashboardHandler({ devToken })] : []),
           ]
         : []),
-      ...(yoga ? [graphqlRoute(yoga, servedDirectly(options.graphqlPlugins))] : []),
+      ...(yoga ? [graphqlRoute(yoga, servedDirectly(options.graphqlPlugins), masking)] : []),
     ],
     onRequest: [(req, res) => metrics.request(req, res), requestLogger(log, verifier)],
     ready: async () => migrated && databaseReady(db, log),
   });
-  const ws = yoga ? attachWebSockets(server, yoga, verifier, log, config.limits) : undefined;
+  const ws = yoga
+    ? attachWebSockets(server, yoga, verifier, log, config.limits, masking)
+    : undefined;
   if (ws) metrics.countSockets(() => ws.wss.clients.size);
 
   runner?.start();

@@ -7,7 +7,7 @@ import { sendProblem } from './problem.js';
 
 /**
  * How the plain-HTTP faces (REST, MCP, A2A) say no: one status for each code of DESIGN §3,
- * the bearer challenge, `Retry-After` for the limits, and the one test of a JSON body.
+ * the bearer challenge and `Retry-After` for the limits. (Which bodies are JSON: json-body.ts.)
  */
 
 /** The HTTP status of each contract code. */
@@ -38,26 +38,45 @@ export class HttpRefusal extends ServiceError {
   }
 }
 
+/** Where a refusal is audited: the task service's gate (`TaskService.gate`). */
+export interface RefusalAudit {
+  refused(
+    principal: string | null,
+    operation: string,
+    taskId: string | null,
+    outcome: 'UNAUTHENTICATED',
+  ): void;
+}
+
+/** What a refused request was asking for, as the audit trail names it. */
+export interface AuditedAsk {
+  audit: RefusalAudit;
+  /** The task operation, or the face (`mcp`, `a2a`) when its method is not read yet. */
+  operation: string;
+  taskId?: string | null;
+}
+
 /**
- * The caller of a plain-HTTP face, if its bearer token is valid; the scope an operation
- * needs is the task service's to check (`TaskService.gate.authorize`).
+ * The caller of a plain-HTTP face, if its bearer token is valid; a request without one is
+ * refused and audited, like every refused task operation (docs/auth.md). The scope an
+ * operation needs is the task service's to check (`TaskService.gate.authorize`).
  * @throws ServiceError UNAUTHENTICATED, `details.tokenSent` when a token was refused
  */
 export async function requireBearer(
   verifier: TokenVerifier,
   req: IncomingMessage,
+  ask: AuditedAsk,
 ): Promise<Principal> {
   const auth = await authenticate(verifier, req.headers.authorization);
+  if (auth.principal) return auth.principal;
+  ask.audit.refused(null, ask.operation, ask.taskId ?? null, 'UNAUTHENTICATED');
   if (auth.error) {
     throw new ServiceError('UNAUTHENTICATED', auth.error.message, { tokenSent: true });
   }
-  if (!auth.principal) {
-    throw new ServiceError(
-      'UNAUTHENTICATED',
-      'Authentication required: send "Authorization: Bearer <token>".',
-    );
-  }
-  return auth.principal;
+  throw new ServiceError(
+    'UNAUTHENTICATED',
+    'Authentication required: send "Authorization: Bearer <token>".',
+  );
 }
 
 /**
@@ -121,17 +140,4 @@ export function sendRefusal(
 /** 405 with the `Allow` header: the path exists, the method does not. */
 export function sendMethodNotAllowed(res: ServerResponse, allow: string, detail: string): void {
   sendProblem(res, 405, 'METHOD_NOT_ALLOWED', detail, { allow });
-}
-
-/** `application/json`, or a `+json` type (RFC 6839), with or without parameters. */
-const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
-
-/**
- * Refuses a body that is not JSON before a byte of it is read (415): a form or text/plain
- * body is what a page on another site can send without asking.
- * @throws ServiceError UNSUPPORTED_MEDIA_TYPE with `message`
- */
-export function requireJsonType(req: IncomingMessage, message: string): void {
-  if (!JSON_TYPE.test(req.headers['content-type'] ?? ''))
-    throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', message);
 }

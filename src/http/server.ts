@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Limits } from '../config/config.js';
-import { coerceError } from '../errors.js';
 import { tracingOn } from '../tracing/tracer.js';
-import { declaredTooLarge, PayloadTooLarge, sendTooLarge, setBodyLimit } from './body.js';
+import { declaredTooLarge, PayloadTooLarge, setBodyLimit } from './body.js';
 import { applyCors } from './cors.js';
 import { guardUpgrades, hostAllowed, sendMisdirected } from './hosts.js';
+import { answerThrown } from './last-catch.js';
 import { sendProblem } from './problem.js';
 import { traceRequest } from './trace.js';
 
@@ -15,8 +15,8 @@ export interface HttpRoutes {
   /**
    * The faces (REST, MCP, A2A, metrics, the dashboard…, GraphQL last), asked in turn; each
    * resolves false when the path is not its own. Empty in the worker role but for metrics.
-   * A handler reads its body with `readBody` (src/http/body.ts) and lets what it throws
-   * propagate: the server answers PayloadTooLarge with 413 and anything unexpected with 500.
+   * A handler reads its body with `readJson` or `readBody` (src/http/json-body.ts, body.ts) and
+   * lets what it throws propagate, to its own last catch or the server's (`answerThrown`).
    */
   handlers: readonly RouteHandler[];
   /** The body limit, timeouts and CORS origins of DESIGN §12. */
@@ -80,12 +80,7 @@ export function createHttpServer(routes: HttpRoutes): Server {
     (req, res) => {
       // Tracing off (the default), no span is made: the request is served as it is.
       const served = tracingOn() ? traceRequest(req, res, () => serve(req, res)) : serve(req, res);
-      served.catch((err: unknown) => {
-        if (err instanceof PayloadTooLarge) return sendTooLarge(res, err.limit);
-        log.error({ err: coerceError(err), method: req.method, url: req.url }, 'unexpected error');
-        if (res.headersSent) return void res.destroy();
-        sendProblem(res, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.');
-      });
+      served.catch((err: unknown) => answerThrown(req, res, err, { log, where: 'the server' }));
     },
   );
   // Keep-alive sockets outlive a benchmark's burst; close idle ones promptly on stop.

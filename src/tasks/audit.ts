@@ -3,6 +3,17 @@ import { ServiceError } from '../errors.js';
 import { isTaskId } from './validation.js';
 
 /**
+ * A task operation as its audit line follows it: its name, the task it names (if any), what
+ * it runs, and `describe`, which names the task (when the request did not) and the outcome.
+ */
+export type AuditedCall<T> = [
+  operation: string,
+  taskId: string | null,
+  run: () => Promise<T>,
+  describe: (value: T) => [string | null, string, Record<string, unknown>?],
+];
+
+/**
  * The audit trail: one line per task operation, whether it succeeded, failed with a code, or
  * was refused by a face before reaching the service.
  */
@@ -40,16 +51,11 @@ export class AuditLog {
   }
 
   /**
-   * Runs `run` and writes its line: `describe` names the task (when the request did not) and
-   * the outcome; a failure is written as its code, or `error` when it has none.
+   * Runs the call and writes its line, as its `describe` says; a failure is written as its
+   * code, or `error` when it has none.
    */
-  async around<T>(
-    principal: string,
-    operation: string,
-    taskId: string | null,
-    run: () => Promise<T>,
-    describe: (value: T) => [string | null, string, Record<string, unknown>?],
-  ): Promise<T> {
+  async around<T>(principal: string, ...call: AuditedCall<T>): Promise<T> {
+    const [operation, taskId, run, describe] = call;
     try {
       const value = await run();
       const [id, outcome, detail] = describe(value);

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { ServiceError } from '../errors.js';
-import { AuditLog } from './audit.js';
+import { type AuditedCall, AuditLog } from './audit.js';
 import { RateLimiter } from './rate-limit.js';
 import type { Actor } from './requests.js';
 import { type Operation, SCOPE_OF } from './scopes.js';
@@ -49,13 +49,8 @@ export class Gate {
    * Runs `run` once the actor's rate limit allows it (RATE_LIMITED, audited like any other
    * refusal) and writes its audit line: `describe` names the task and the outcome.
    */
-  around<T>(
-    actor: Actor,
-    operation: string,
-    taskId: string | null,
-    run: () => Promise<T>,
-    describe: (value: T) => [string | null, string, Record<string, unknown>?],
-  ): Promise<T> {
+  around<T>(actor: Actor, ...call: AuditedCall<T>): Promise<T> {
+    const [operation, taskId, run, describe] = call;
     const limited = async () => {
       this.rateLimiter.take(actor.id);
       return run();

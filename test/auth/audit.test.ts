@@ -229,6 +229,40 @@ describe('the audit log', () => {
     ).toEqual([{ principal: 'root', operation: 'cancelTask', taskId: id, outcome: 'cancelled' }]);
   });
 
+  it('records a call refused for want of a valid token on MCP and A2A, as on REST', async () => {
+    const forged = `${alice.slice(0, -4)}AAAA`;
+    const call = (path: string, token: string | null, headers: Record<string, string>) =>
+      fetch(`${t.url}${path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...headers,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+    const faces: Array<[operation: string, path: string, headers: Record<string, string>]> = [
+      ['mcp', '/mcp', { accept: 'application/json, text/event-stream' }],
+      ['a2a', '/a2a', { 'a2a-version': '1.0' }],
+    ];
+    for (const [operation, path, headers] of faces) {
+      for (const token of [null, forged]) {
+        let status = 0;
+        expect(
+          await audited(async () => {
+            status = (await call(path, token, headers)).status;
+          }),
+        ).toEqual([{ principal: null, operation, taskId: null, outcome: 'UNAUTHENTICATED' }]);
+        expect(status).toBe(401);
+      }
+    }
+    expect(
+      await audited(() =>
+        fetch(`${t.url}/v1/jobs`, { headers: { authorization: `Bearer ${forged}` } }),
+      ),
+    ).toEqual([{ principal: null, operation: 'tasks', taskId: null, outcome: 'UNAUTHENTICATED' }]);
+  });
+
   it('never logs a token or a payload, at any level', () => {
     expect(raw.length).toBeGreaterThan(10);
     const log = raw.join('\n');

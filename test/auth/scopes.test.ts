@@ -9,6 +9,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { builder } from '../../src/faces/graphql/builder.js';
 import { schema } from '../../src/faces/graphql/index.js';
+import { SCOPE_OF, SCOPES } from '../../src/tasks/scopes.js';
 
 /**
  * Authorization is declared on the schema (Pothos scope-auth), so the schema itself can be
@@ -89,7 +90,48 @@ function withoutAuthScopes(s: GraphQLSchema, path: string): GraphQLSchema {
   });
 }
 
+/** Root fields that are no task operation, and what they ask instead. */
+const NOT_OPERATIONS: Record<string, unknown> = { 'Query.taskKinds': { authenticated: true } };
+
+/**
+ * Where a root field's declared scope and the one table (`SCOPE_OF`, which REST, MCP and A2A
+ * ask through the gate) disagree; a root field that is neither an operation of the table nor
+ * listed above is one too. Empty when they agree.
+ */
+function scopeMismatches(s: GraphQLSchema): string[] {
+  const problems: string[] = [];
+  const nameOf: Record<string, string> = {
+    [SCOPES.read]: 'read',
+    [SCOPES.write]: 'write',
+    [SCOPES.admin]: 'admin',
+  };
+  for (const { path, field } of rootFields(s)) {
+    const declared = authScopesOf(field);
+    const scope = SCOPE_OF[field.name as keyof typeof SCOPE_OF];
+    const expected = scope === undefined ? NOT_OPERATIONS[path] : { [nameOf[scope]!]: true };
+    if (expected === undefined) problems.push(`${path}: no operation in SCOPE_OF`);
+    else if (JSON.stringify(declared) !== JSON.stringify(expected))
+      problems.push(`${path}: declares ${JSON.stringify(declared)}, SCOPE_OF says ${scope}`);
+  }
+  return problems;
+}
+
 describe('the schema declares authorization', () => {
+  it('declares on each root field the scope SCOPE_OF gives its operation', () => {
+    expect(scopeMismatches(schema)).toEqual([]);
+  });
+
+  it('flags a root field whose declared scope drifts from SCOPE_OF', () => {
+    const s = withoutAuthScopes(schema, 'Mutation.cancelTask');
+    const field = s.getMutationType()!.getFields().cancelTask!;
+    (field.extensions as { pothosOptions: Record<string, unknown> }).pothosOptions.authScopes = {
+      read: true,
+    };
+    expect(scopeMismatches(s)).toEqual([
+      'Mutation.cancelTask: declares {"read":true}, SCOPE_OF says tasks:write',
+    ]);
+  });
+
   it('puts authScopes on every root field, with a task scope on each that reaches a Task', () => {
     expect(rootFields(schema).length).toBeGreaterThanOrEqual(7);
     expect(unguardedRootFields(schema)).toEqual([]);

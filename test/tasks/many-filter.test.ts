@@ -207,4 +207,32 @@ describe('filters', () => {
       expect(res.body.code).toBe('BAD_USER_INPUT');
     }
   });
+
+  it('refuses a bad status or date on REST with the domain’s own words', async () => {
+    const domainSays = (filter: TaskFilter) => {
+      try {
+        checkFilter(filter);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      throw new Error('the domain took it');
+    };
+    const cases: Array<[query: string, body: Record<string, unknown>, filter: TaskFilter]> = [
+      ['status=Done', { status: ['done'] }, { statuses: ['done' as TaskStatus] }],
+      [
+        'createdAfter=yesterday',
+        { createdAfter: 'yesterday' },
+        { createdAfter: new Date('yesterday') },
+      ],
+      ['createdBefore=2026-13-40', { createdBefore: 5 }, { createdBefore: new Date(Number.NaN) }],
+    ];
+    for (const [query, body, filter] of cases) {
+      const listed = await api('GET', `/v1/jobs?${query}`, { token: alice });
+      const cancelled = await api('POST', '/v1/jobs/cancel', { token: alice, body });
+      for (const res of [listed, cancelled]) {
+        expect(res.status, query).toBe(422);
+        expect(res.body.detail).toBe(domainSays(filter));
+      }
+    }
+  });
 });

@@ -1,17 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
-import { type Principal, toActor } from '../../auth/principal.js';
+import { toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { coerceError, ServiceError } from '../../errors.js';
-import { PayloadTooLarge, readBody, sendTooLarge } from '../../http/body.js';
+import { readJson } from '../../http/json-body.js';
+import { answerThrown } from '../../http/last-catch.js';
 import { sendJson } from '../../http/problem.js';
-import {
-  requireBearer,
-  requireJsonType,
-  sendMethodNotAllowed,
-  sendRefusal,
-} from '../../http/refusal.js';
+import { requireBearer, sendMethodNotAllowed, sendRefusal } from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { TaskService } from '../../tasks/service.js';
@@ -74,27 +69,14 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
   const handler = new TaskRequestHandler(tasks, push, log, options.defaultSkill);
   const transport = new JsonRpcTransportHandler(handler);
 
-  async function authenticate(req: IncomingMessage): Promise<Principal> {
-    try {
-      return await requireBearer(verifier, req);
-    } catch (err) {
-      if (err instanceof ServiceError && err.code === 'UNAUTHENTICATED')
-        tasks.gate.refused(null, 'a2a', null, 'UNAUTHENTICATED');
-      throw err;
-    }
-  }
-
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'POST') return sendMethodNotAllowed(res, 'POST', 'Use POST.');
-    const principal = await authenticate(req);
-    requireJsonType(req, 'Send the request as application/json.');
-    let body: unknown;
-    try {
-      body = JSON.parse((await readBody(req)).toString('utf8'));
-    } catch (err) {
-      if (err instanceof ServiceError) throw err;
+    const principal = await requireBearer(verifier, req, { audit: tasks.gate, operation: 'a2a' });
+    const parsed = await readJson(req);
+    if (!parsed.ok) {
       return sendJson(res, 200, rpcError(null, PARSE_ERROR, 'The body is not valid JSON.'));
     }
+    const body = parsed.value;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       const message = 'The body must be one JSON-RPC request object (batches are not served).';
       return sendJson(res, 200, rpcError(null, INVALID_REQUEST, message));
@@ -149,15 +131,11 @@ export function createA2AHandler(options: A2AOptions): RouteHandler {
     try {
       await serve(req, res);
     } catch (err) {
-      if (err instanceof PayloadTooLarge) {
-        sendTooLarge(res, err.limit);
-      } else if (err instanceof ServiceError) {
-        sendRefusal(res, err);
-      } else {
-        log.error({ err: coerceError(err), path }, 'unexpected error in the A2A face');
-        if (!res.headersSent) sendJson(res, 500, rpcError(null, -32603, MASKED));
-        else res.end();
-      }
+      answerThrown(req, res, err, {
+        log,
+        where: 'the A2A face',
+        mask: (response) => sendJson(response, 500, rpcError(null, -32603, MASKED)),
+      });
     }
     return true;
   };

@@ -3,6 +3,7 @@ import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import { GraphQLError, type GraphQLResolveInfo, getArgumentValues } from 'graphql';
 import { hasScope, type Principal, SCOPES } from '../../auth/principal.js';
 import type { ServiceError } from '../../errors.js';
+import { type Operation, SCOPE_OF } from '../../tasks/scopes.js';
 import type { TaskService } from '../../tasks/service.js';
 
 /** Per-request (per-operation over WebSocket) context. */
@@ -25,6 +26,21 @@ export interface AuthScopes {
   read: boolean;
   write: boolean;
   admin: boolean;
+}
+
+/** Each token scope as `AuthScopes` names it. */
+const SCOPE_NAME = {
+  [SCOPES.read]: 'read',
+  [SCOPES.write]: 'write',
+  [SCOPES.admin]: 'admin',
+} as const satisfies Record<string, keyof AuthScopes>;
+
+/**
+ * The `authScopes` of the root field that is task operation `operation`: the scope the one
+ * table (`SCOPE_OF`, tasks/scopes.ts) gives it, as every other face asks it of the gate.
+ */
+export function scopeOf(operation: Operation): Partial<AuthScopes> {
+  return { [SCOPE_NAME[SCOPE_OF[operation]]]: true };
 }
 
 /** The `id` argument of the field being resolved, for the audit line of a refusal. */

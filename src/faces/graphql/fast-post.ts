@@ -1,12 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type ExecutionResult, GraphQLError, getOperationAST } from 'graphql';
+import { type ExecutionResult, getOperationAST } from 'graphql';
 import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
 import { readBody } from '../../http/body.js';
+import { jsonTypeRefusal, parseJson } from '../../http/json-body.js';
 import type { RouteHandler } from '../../http/server.js';
 import type { Context } from './builder.js';
+import type { ErrorMasking } from './errors.js';
 import type { ServerContext } from './yoga.js';
 
-const JSON_TYPE = /^application\/json\s*(;\s*charset=utf-8\s*)?$/i;
 type ResultType = 'application/json' | 'application/graphql-response+json';
 /** The ranges yoga answers with one JSON document, and the type it then answers with. */
 const REGULAR: Record<string, ResultType> = {
@@ -51,12 +52,8 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 
 /** The body as plain GraphQL-over-HTTP params, or undefined for anything less usual. */
 function plainParams(body: string): Params | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return undefined;
-  }
+  const json = parseJson(body);
+  const parsed = json.ok ? json.value : undefined;
   if (!isObject(parsed) || typeof parsed.query !== 'string') return undefined;
   for (const key of Object.keys(parsed)) if (!PARAM_KEYS.has(key)) return undefined;
   if (parsed.variables != null && !isObject(parsed.variables)) return undefined;
@@ -105,8 +102,10 @@ function searchParams(url: string | undefined): Params | undefined {
  */
 export function createGraphQLPostHandler(
   yoga: YogaServerInstance<ServerContext, Context>,
-  /** False when a plugin hooks what the direct path skips (yoga.ts `servedDirectly`). */
-  direct = true,
+  /** False when a plugin hooks what the direct path skips (direct-hooks.ts `servedDirectly`). */
+  direct: boolean,
+  /** The masking yoga was built with: a failure here reads as it would there. */
+  masking: ErrorMasking,
 ) {
   const fallback = async (
     req: IncomingMessage,
@@ -165,11 +164,7 @@ export function createGraphQLPostHandler(
       })) as ExecutionResult;
     } catch (err) {
       yoga.logger.error(err); // logged with its cause, masked for the client
-      result = {
-        errors: [
-          new GraphQLError('Unexpected error.', { extensions: { code: 'INTERNAL_SERVER_ERROR' } }),
-        ],
-      };
+      result = { errors: [masking.unexpected(err)] };
     }
     if (result.errors?.length)
       return send(res, await processRegularResult(result, yoga.fetchAPI, accept));
@@ -190,7 +185,8 @@ export function createGraphQLPostHandler(
     }
     if (req.method === 'HEAD') return fallback(req, res, undefined);
     const body = (await readBody(req)).toString('utf8');
-    const plain = req.method === 'POST' && JSON_TYPE.test(req.headers['content-type'] ?? '');
+    // Yoga refuses, by the same rule, a type this path does not take.
+    const plain = req.method === 'POST' && !jsonTypeRefusal(req.headers['content-type']);
     const params = plain && accept ? plainParams(body) : undefined;
     if (!accept || !params) return fallback(req, res, body);
     return run(req, res, params, accept, () => fallback(req, res, body));
@@ -230,8 +226,9 @@ async function send(res: ServerResponse, response: Response): Promise<void> {
 export function graphqlRoute(
   yoga: YogaServerInstance<ServerContext, Context>,
   direct: boolean,
+  masking: ErrorMasking,
 ): RouteHandler {
-  const serve = createGraphQLPostHandler(yoga, direct);
+  const serve = createGraphQLPostHandler(yoga, direct, masking);
   return async (req, res) => {
     if ((req.url ?? '/').split('?')[0] !== '/graphql') return false;
     await serve(req, res);

@@ -1,15 +1,15 @@
 import type { ExecutionResult } from 'graphql';
 import { createGraphQLError, type GraphQLParams, type Plugin } from 'graphql-yoga';
+import { jsonTypeRefusal, parseJson } from '../../http/json-body.js';
 import { rebuilt, withoutSuggestion } from './no-suggestions.js';
 
 /**
- * GraphQL over HTTP as DESIGN §12 has it. POST takes `application/json` only: a form,
- * multipart or text/plain body is what a page on another site can send without a preflight,
- * so it is refused (415) before anything is parsed. GET stays open for queries (yoga refuses
- * mutations over GET). A body that is not JSON gets a short coded error that echoes nothing.
+ * GraphQL over HTTP as DESIGN §12 has it. POST takes JSON bodies only, by the rule every face
+ * shares (src/http/json-body.ts): a form, multipart or text/plain body is what a page on
+ * another site can send without a preflight, so it is refused (415) before anything is
+ * parsed. GET stays open for queries (yoga refuses mutations over GET). A body that is not
+ * JSON gets a short coded error that echoes nothing.
  */
-
-const JSON_TYPE = /^application\/json\s*(?:;|$)/i;
 
 function refusal(
   status: number,
@@ -24,13 +24,8 @@ function refusal(
 }
 
 async function parseJsonBody(request: Request): Promise<GraphQLParams | GraphQLParams[]> {
-  const text = await request.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
+  const parsed = parseJson(await request.text());
+  const body = parsed.ok ? parsed.value : undefined;
   if (body === null || typeof body !== 'object')
     throw createGraphQLError('The body is not a JSON object.', {
       extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
@@ -42,11 +37,8 @@ export function useHttpRules(): Plugin {
   return {
     onRequestParse({ request, setRequestParser, endResponse, fetchAPI }) {
       if (request.method !== 'POST') return;
-      if (!JSON_TYPE.test(request.headers.get('content-type') ?? '')) {
-        return endResponse(
-          refusal(415, 'UNSUPPORTED_MEDIA_TYPE', 'POST bodies must be application/json.', fetchAPI),
-        );
-      }
+      const refused = jsonTypeRefusal(request.headers.get('content-type'));
+      if (refused) return endResponse(refusal(415, refused.code, refused.message, fetchAPI));
       setRequestParser(parseJsonBody);
     },
   };

@@ -1,6 +1,6 @@
 import type { CancelManyResult, StartRequest } from '../../tasks/service.js';
 import type { Task } from '../../tasks/task.js';
-import { builder } from './builder.js';
+import { builder, scopeOf } from './builder.js';
 import { actor, StartTaskInput, TaskRef } from './task.js';
 import { TaskFilterInput, taskFilterOf } from './task-filter.js';
 
@@ -34,7 +34,7 @@ builder.mutationFields((t) => ({
     type: [TaskRef],
     description:
       'Starts up to 100 tasks in one transaction, in order. Every entry is checked first; a refused one (extensions.index) stores nothing.',
-    authScopes: { write: true },
+    authScopes: scopeOf('startTasks'),
     args: { inputs: t.arg({ type: [StartTaskInput], required: true }) },
     resolve: (_root, { inputs }, context): Promise<Task[]> =>
       context.tasks.startMany(
@@ -46,7 +46,7 @@ builder.mutationFields((t) => ({
     type: CancelTasksResultRef,
     description:
       'Cancels every active task of yours that meets the filter (admins: of filter.owner). An empty filter is refused: to cancel everything, name the statuses.',
-    authScopes: { write: true },
+    authScopes: scopeOf('cancelTasks'),
     args: { filter: t.arg({ type: TaskFilterInput, required: true }) },
     resolve: (_root, { filter }, context) =>
       context.tasks.cancelMany(actor(context), taskFilterOf(filter) ?? {}),
@@ -55,7 +55,7 @@ builder.mutationFields((t) => ({
     type: TaskRef,
     description:
       'Starts a failed or cancelled task of yours again as a new task (retryOf: the old one).',
-    authScopes: { write: true },
+    authScopes: scopeOf('retryTask'),
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, context) => context.tasks.retry(actor(context), String(id)),
   }),

@@ -1,7 +1,7 @@
 import { encodeCursor } from '../../tasks/cursor.js';
 import type { TaskStatus } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
-import { builder } from './builder.js';
+import { builder, scopeOf } from './builder.js';
 import {
   actor,
   StartTaskInput,
@@ -20,14 +20,14 @@ builder.queryFields((t) => ({
     type: TaskRef,
     nullable: true,
     description: 'null: unknown, expired, or not yours.',
-    authScopes: { read: true },
+    authScopes: scopeOf('task'),
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, context) => context.tasks.get(actor(context), String(id)),
   }),
   tasks: t.field({
     type: TaskConnectionRef,
     description: 'Your tasks, newest first. Admins may name another principal with `owner`.',
-    authScopes: { read: true },
+    authScopes: scopeOf('tasks'),
     args: {
       first: t.arg.int(),
       after: t.arg.string(),
@@ -69,7 +69,7 @@ builder.mutationFields((t) => ({
     type: TaskRef,
     description:
       'Accepts the work and returns its handle at once; the task is stored before this answers.',
-    authScopes: { write: true },
+    authScopes: scopeOf('startTask'),
     args: { input: t.arg({ type: StartTaskInput, required: true }) },
     resolve: async (_root, { input }, context) => {
       const { task } = await context.tasks.start(actor(context), {
@@ -88,13 +88,13 @@ builder.mutationFields((t) => ({
   }),
   cancelTask: t.field({
     type: TaskRef,
-    authScopes: { write: true },
+    authScopes: scopeOf('cancelTask'),
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, context) => context.tasks.cancel(actor(context), String(id)),
   }),
   provideTaskInput: t.field({
     type: TaskRef,
-    authScopes: { write: true },
+    authScopes: scopeOf('provideTaskInput'),
     args: {
       id: t.arg.id({ required: true }),
       key: t.arg.string({ required: true }),
@@ -110,7 +110,7 @@ builder.subscriptionFields((t) => ({
     type: TaskRef,
     description:
       'The current state, then every later version in order; completes after the final state (or when the task expires, or the token does).',
-    authScopes: { read: true },
+    authScopes: scopeOf('taskUpdated'),
     args: { id: t.arg.id({ required: true }) },
     subscribe: (_root, { id }, context) =>
       context.tasks.subscribe(actor(context), String(id), context.streamUntil),
@@ -120,7 +120,7 @@ builder.subscriptionFields((t) => ({
     type: TaskRef,
     description:
       'Every later change of your tasks, in version order per task (no initial state: query `tasks` after subscribing). Admins may follow another principal with `owner` (payloads stay null). Completes when the token expires.',
-    authScopes: { read: true },
+    authScopes: scopeOf('tasksUpdated'),
     args: {
       status: t.arg({ type: [TaskStatusEnum], description: 'Only changes into these statuses.' }),
       owner: t.arg.string({ description: 'Admins only: follow this principal’s tasks.' }),

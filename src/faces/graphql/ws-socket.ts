@@ -3,6 +3,7 @@ import { CloseCode, handleProtocols, makeServer, type ServerOptions } from 'grap
 import type { Logger } from 'pino';
 import { type RawData, WebSocket, type WebSocketServer } from 'ws';
 import { coerceError } from '../../errors.js';
+import type { ErrorMasking } from './errors.js';
 
 /** Messages only a server sends (graphql-transport-ws). */
 const SERVER_ONLY = new Set(['connection_ack', 'next', 'error']);
@@ -14,14 +15,6 @@ function messageType(text: string): unknown {
     return undefined; // graphql-ws refuses it itself, with 4400
   }
 }
-
-/** The close reason graphql-ws's own glue gives an unexpected error. */
-const internalError = (err: unknown) => {
-  const reason = err instanceof Error ? err.message : String(err);
-  return process.env.NODE_ENV === 'production' || reason.length >= 124
-    ? 'Internal server error'
-    : reason;
-};
 
 /** Connections whose writes wait for the end of this tick; one tick task for all of them. */
 let corked: Connection[] = [];
@@ -122,12 +115,14 @@ export class Connection {
  * - a client that sends a message only a server may send is closed with 4400 (graphql-ws
  *   throws on those, and its glue answered the throw with 4500 and the error's message: a
  *   client's mistake reported as the server's).
- * Anything else a handler throws closes the socket with 4500, as graphql-ws's glue does.
+ * Anything else a handler throws closes the socket with 4500, as graphql-ws's glue does, with
+ * a reason masked by the GraphQL face's one rule (`masking`), not graphql-ws's.
  */
 export function serveGraphqlWs<P extends Record<string, unknown> | undefined, E>(
   options: ServerOptions<P, E & Connection>,
   wss: WebSocketServer,
   log: Logger,
+  masking: ErrorMasking,
   keepAliveMs = 12_000,
 ): { dispose(): Promise<void> } {
   // The init timeout is kept here, so that a socket's timer goes once connection_init arrives.
@@ -152,7 +147,7 @@ export function serveGraphqlWs<P extends Record<string, unknown> | undefined, E>
 
   const fail = (socket: WebSocket, err: unknown) => {
     log.error({ err: coerceError(err) }, 'unexpected error on a WebSocket');
-    socket.close(CloseCode.InternalServerError, internalError(err));
+    socket.close(CloseCode.InternalServerError, masking.closeReason(err));
   };
   function onError(this: WebSocket, err: Error) {
     fail(this, err);
@@ -186,7 +181,7 @@ export function serveGraphqlWs<P extends Record<string, unknown> | undefined, E>
   wss.once('error', (err) => {
     log.error({ err: coerceError(err) }, 'unexpected error on the WebSocket server');
     for (const client of wss.clients)
-      client.close(CloseCode.InternalServerError, internalError(err));
+      client.close(CloseCode.InternalServerError, masking.closeReason(err));
   });
   wss.on('connection', (socket, request) => {
     socket.once('error', onError);

@@ -11,6 +11,7 @@ import type { Limits } from '../../config/config.js';
 import { Deadlines } from '../../deadlines.js';
 import { coerceError } from '../../errors.js';
 import type { Context } from './builder.js';
+import type { ErrorMasking } from './errors.js';
 import { FrameWriter } from './ws-frames.js';
 import { type Connection, serveGraphqlWs } from './ws-socket.js';
 import type { ServerContext } from './yoga.js';
@@ -19,29 +20,32 @@ type Extra = {
   principal?: Principal;
 };
 
-const unexpected = () =>
-  new GraphQLError('Unexpected error.', { extensions: { code: 'INTERNAL_SERVER_ERROR' } });
-
 /**
  * What a failing operation sends, for that operation alone: graphql-ws closes the whole socket
  * (4500, with the message) on anything thrown, so nothing may be.
  */
-function operationErrors(err: unknown, log: Logger): GraphQLError[] {
+function operationErrors(err: unknown, faults: Faults): GraphQLError[] {
   if (err instanceof GraphQLError) {
     if (err.extensions?.code) return [err];
     // A syntax error: yoga gives it this code over HTTP.
     return [new GraphQLError(err.message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
   }
-  log.error({ err: coerceError(err) }, 'unexpected error in a WebSocket operation');
-  return [unexpected()];
+  faults.log.error({ err: coerceError(err) }, 'unexpected error in a WebSocket operation');
+  return [faults.masking.unexpected(err)];
+}
+
+/** Where an operation's unexpected failure goes: the log, and masked to the client. */
+interface Faults {
+  log: Logger;
+  masking: ErrorMasking;
 }
 
 /** Runs execute or subscribe; what it throws becomes the operation's error result. */
-async function settle<T>(run: () => T | Promise<T>, log: Logger): Promise<T | ExecutionResult> {
+async function settle<T>(run: () => T | Promise<T>, faults: Faults): Promise<T | ExecutionResult> {
   try {
     return await run();
   } catch (err) {
-    return { errors: operationErrors(err, log) };
+    return { errors: operationErrors(err, faults) };
   }
 }
 
@@ -60,9 +64,9 @@ interface Operation {
 }
 
 /** A subscription's results, written as frames by the subscription (ws-frames.ts). */
-async function subscribe(args: ExecutionArgs, log: Logger) {
+async function subscribe(args: ExecutionArgs, faults: Faults) {
   const { subscribe, id, connection } = args.rootValue as Operation;
-  const result = await settle(() => subscribe(args), log);
+  const result = await settle(() => subscribe(args), faults);
   return isAsyncIterable(result)
     ? new FrameWriter(
         (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator](),
@@ -76,7 +80,8 @@ async function subscribe(args: ExecutionArgs, log: Logger) {
  * graphql-ws on `/graphql`. A socket authenticates once, in `connection_init`
  * (`connectionParams.authorization`, the same `Bearer …` string as over HTTP), is closed with
  * 4403 without a valid token and again when the token expires. Every operation goes through
- * yoga's envelop, so masking and the schema's authorization apply as over HTTP.
+ * yoga's envelop, so masking and the schema's authorization apply as over HTTP; what fails
+ * outside it is masked by the same rule (`masking`, the one yoga was built with).
  */
 export function attachWebSockets(
   server: Server,
@@ -84,7 +89,9 @@ export function attachWebSockets(
   verifier: TokenVerifier,
   log: Logger,
   limits: Pick<Limits, 'wsMaxPayloadBytes' | 'wsMaxSubscriptionsPerSocket'>,
+  masking: ErrorMasking,
 ) {
+  const faults: Faults = { log, masking };
   // A larger frame closes the socket with 1009 (Message Too Big), before it is buffered whole.
   const wss = new WebSocketServer({
     server,
@@ -145,17 +152,18 @@ export function attachWebSockets(
           };
           return args;
         } catch (err) {
-          return operationErrors(err, log);
+          return operationErrors(err, faults);
         }
       },
-      execute: (args) => settle(() => (args.rootValue as Operation).execute(args), log),
-      subscribe: (args) => subscribe(args, log),
+      execute: (args) => settle(() => (args.rootValue as Operation).execute(args), faults),
+      subscribe: (args) => subscribe(args, faults),
       onError: (_ctx, _id, _payload, errors) => {
         log.debug({ errors }, 'websocket operation error');
       },
     },
     wss,
     log,
+    masking,
   );
 
   return {

@@ -8,7 +8,7 @@ import type { Limits } from '../../config/config.js';
 import { allowedOrigin, EXPOSED_HEADERS } from '../../http/cors.js';
 import type { TaskService } from '../../tasks/service.js';
 import type { Context } from './builder.js';
-import { maskError, yogaLogger } from './errors.js';
+import { ErrorMasking, yogaLogger } from './errors.js';
 import { useCodedErrors, useHttpRules } from './http-rules.js';
 import { useHotOperationJit } from './jit.js';
 import { boundedParseCaches, type GraphQLLimits, limitPlugins } from './limits.js';
@@ -27,38 +27,14 @@ export interface YogaOptions {
   verifier: TokenVerifier;
   log: Logger;
   production: boolean;
-  /** Unmasked errors (NODE_ENV=development, see Config). @default false */
-  development?: boolean;
+  /** How unexpected errors are masked (`ErrorMasking.of(config)`). @default ErrorMasking.masked */
+  masking?: ErrorMasking | undefined;
   /** DESIGN §12. */
   limits: GraphQLLimits & Pick<Limits, 'httpMaxBodyBytes' | 'corsOrigins'>;
   /** Told of every operation (metrics). */
   observer?: GraphQLObserver | undefined;
-  /** An embedder's yoga or envelop plugins, after ours (see `servedDirectly`). */
+  /** An embedder's yoga or envelop plugins, after ours (see direct-hooks.ts). */
   plugins?: readonly Plugin<any, any, any>[] | undefined;
-}
-
-/**
- * Hooks yoga runs around an operation that the direct POST path (fast-post.ts) does not: it
- * runs envelop's own (parse, validate, context, execute) and answers on the node response.
- * `onPluginInit` may add any hook, so it counts too.
- */
-const REQUEST_HOOKS = [
-  'onRequest',
-  'onRequestParse',
-  'onParams',
-  'onExecutionResult',
-  'onResultProcess',
-  'onResponse',
-  'onPluginInit',
-  'instrumentation',
-] as const;
-
-/**
- * Whether a request may take the direct POST path with these plugins: only when none of
- * them hooks what that path leaves out, so no plugin an embedder adds is ever skipped.
- */
-export function servedDirectly(plugins: readonly Plugin<any, any, any>[] = []): boolean {
-  return plugins.every((plugin) => REQUEST_HOOKS.every((hook) => !(hook in plugin)));
 }
 
 /** Builds the yoga instance; it never listens (the app's HTTP server serves it). */
@@ -90,10 +66,7 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
         ? false
         : { origin, credentials: false, exposedHeaders: EXPOSED_HEADERS.split(', ') };
     },
-    maskedErrors: {
-      maskError,
-      isDev: !options.production && options.development === true,
-    },
+    maskedErrors: (options.masking ?? ErrorMasking.masked).yogaOptions,
     // GraphiQL is served by src/faces/graphql/graphiql.ts (compressed, cached), not by yoga.
     graphiql: false,
     context: async (initial): Promise<Context> => {

@@ -1,22 +1,22 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Logger } from 'pino';
 import { ALL_SCOPES, toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { coerceError, ServiceError } from '../../errors.js';
-import { PayloadTooLarge } from '../../http/body.js';
-import { sendJson, sendProblem } from '../../http/problem.js';
-import { requireBearer, sendMethodNotAllowed, sendRefusal } from '../../http/refusal.js';
+import { ServiceError } from '../../errors.js';
+import { readJson } from '../../http/json-body.js';
+import { answerThrown } from '../../http/last-catch.js';
+import { sendJson } from '../../http/problem.js';
+import { requireBearer, sendMethodNotAllowed } from '../../http/refusal.js';
 import type { RouteHandler } from '../../http/server.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { Actor, TaskService } from '../../tasks/service.js';
 import { isTaskId } from '../../tasks/validation.js';
-import { readJsonBody } from './body.js';
-import { createMcpServer } from './server.js';
-import { Sessions, Shutdown } from './sessions.js';
+import { PARSE_ERROR } from './core/errors.js';
+import { sendRpcError } from './core/rpc.js';
+import { createSessionFace } from './sessions/face.js';
 import { isStateless } from './stateless/envelope.js';
-import { serveStateless } from './stateless/face.js';
+import { createStatelessFace } from './stateless/face.js';
 
 export const MCP_PATH = '/mcp';
 export const METADATA_PATH = '/.well-known/oauth-protected-resource/mcp';
@@ -69,21 +69,21 @@ function baseOf(req: IncomingMessage): string {
   return `${scheme}://${/^[A-Za-z0-9.:[\]-]+$/.test(host) ? host : 'localhost'}`;
 }
 
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });
-}
-
-/** The MCP face (DESIGN §9): Streamable HTTP with sessions over the task service. */
+/**
+ * The MCP face: its door. Both revisions come through it — the origin check, the token
+ * (refusals audited), the body and each message's scope — and it hands the request to the
+ * revision it speaks: 2026-07-28 (DESIGN §9b, `stateless/`) or 2025-11-25 with sessions
+ * (§9, `sessions/`). Neither revision knows the other; what they share is `core/`.
+ */
 export function createMcpFace(options: McpFaceOptions): McpFace {
   const { tasks, verifier, log } = options;
-  const sessions = new Sessions({
-    idleMs: options.sessionIdleMs,
-    max: options.maxSessions,
+  const sessions = createSessionFace({
+    tasks,
     log,
-    createServer: (shutdown) => createMcpServer({ tasks, log, shutdown }),
+    idleMs: options.sessionIdleMs,
+    maxSessions: options.maxSessions,
   });
-  /** The 2026-07-28 revision's waiting calls, answered when the face closes. */
-  const stateless = new Shutdown();
+  const stateless = createStatelessFace({ tasks, log });
 
   function metadata(req: IncomingMessage, res: ServerResponse): void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -125,62 +125,22 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
     if (method !== 'POST' && method !== 'GET' && method !== 'DELETE') {
       return sendMethodNotAllowed(res, 'GET, POST, DELETE', 'Use POST, GET or DELETE.');
     }
-    const principal = await requireBearer(verifier, req);
+    const principal = await requireBearer(verifier, req, { audit: tasks.gate, operation: 'mcp' });
 
     let body: unknown;
-    let messages: Message[] = [];
     if (method === 'POST') {
-      const parsed = await readJsonBody(req);
-      if (!parsed.ok) return jsonRpcError(res, 400, -32700, 'Parse error: Invalid JSON');
+      const parsed = await readJson(req);
+      if (!parsed.ok) {
+        return sendRpcError(res, 400, null, {
+          code: PARSE_ERROR,
+          message: 'Parse error: Invalid JSON',
+        });
+      }
       body = parsed.value;
-      messages = messagesOf(body);
-      checkScopes(toActor(principal), messages);
-      if (isStateless(req, body)) {
-        const context = { tasks, log, principal, stopping: stateless.signal };
-        return stateless.track(serveStateless(context, req, res, body));
-      }
+      checkScopes(toActor(principal), messagesOf(body));
+      if (isStateless(req, body)) return stateless.serve(req, res, principal, body);
     }
-
-    const header = req.headers['mcp-session-id'];
-    let session = typeof header === 'string' ? sessions.find(header, principal.sub) : undefined;
-    if (header === undefined && messages.some((m) => m.method === 'initialize')) {
-      if (sessions.full) {
-        throw new ServiceError(
-          'SERVICE_UNAVAILABLE',
-          'This server holds MCP_MAX_SESSIONS sessions already; try again later.',
-          { retryAfterMs: sessions.retryAfterMs() },
-        );
-      }
-      session = await sessions.create(principal.sub);
-    } else if (header === undefined) {
-      return jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-    } else if (!session) {
-      return jsonRpcError(res, 404, -32001, 'Session not found');
-    }
-
-    const authInfo: AuthInfo = {
-      token: (req.headers.authorization ?? '').replace(/^Bearer\s+/i, ''),
-      clientId: principal.sub,
-      scopes: [...principal.scopes],
-      ...(principal.expiresAt ? { expiresAt: Math.floor(principal.expiresAt / 1000) } : {}),
-      extra: { principal },
-    };
-    res.once('close', session.use(method !== 'GET'));
-    await session.transport.handleRequest(req, res, body, authInfo);
-  }
-
-  function refuse(req: IncomingMessage, res: ServerResponse, err: unknown): void {
-    if (res.headersSent) {
-      log.error({ err: coerceError(err) }, 'MCP response failed after its headers were sent');
-      res.destroy();
-      return;
-    }
-    if (err instanceof ServiceError) {
-      sendRefusal(res, err, { resource_metadata: `${baseOf(req)}${METADATA_PATH}` });
-      return;
-    }
-    log.error({ err: coerceError(err), method: req.method }, 'unexpected error in the MCP face');
-    sendProblem(res, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.');
+    await sessions.serve(req, res, principal, body);
   }
 
   return {
@@ -191,13 +151,14 @@ export function createMcpFace(options: McpFaceOptions): McpFace {
         if (path === METADATA_PATH) metadata(req, res);
         else await serve(req, res);
       } catch (err) {
-        if (err instanceof PayloadTooLarge) throw err; // the server's 413, connection closed
-        refuse(req, res, err);
+        // A 401 names the resource metadata in its challenge (RFC 9728).
+        const challenge = { resource_metadata: `${baseOf(req)}${METADATA_PATH}` };
+        answerThrown(req, res, err, { log, where: 'the MCP face', challenge });
       }
       return true;
     },
     close: async () => {
-      await stateless.begin();
+      await stateless.close();
       await sessions.close();
     },
   };

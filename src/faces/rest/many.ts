@@ -11,7 +11,7 @@ import { filterOfBody } from './filter.js';
 export interface ManyRouteDeps {
   tasks: TaskService;
   actorFor(req: IncomingMessage, operation: Operation, taskId?: string | null): Promise<Actor>;
-  readJson(req: IncomingMessage): Promise<Record<string, unknown>>;
+  objectBody(req: IncomingMessage): Promise<Record<string, unknown>>;
   retryAfter(task: Task): Record<string, string>;
   startRequestOf(body: Record<string, unknown>, idempotencyKey: string | null): StartRequest;
 }
@@ -21,7 +21,7 @@ export interface ManyRouteDeps {
  * `POST /v1/jobs/{id}/retry`. The handler resolves false for a path that is none of these.
  */
 export function manyRoutes(deps: ManyRouteDeps) {
-  const { tasks, actorFor, readJson, retryAfter, startRequestOf } = deps;
+  const { tasks, actorFor, objectBody, retryAfter, startRequestOf } = deps;
 
   return async function routeMany(
     req: IncomingMessage,
@@ -31,7 +31,7 @@ export function manyRoutes(deps: ManyRouteDeps) {
   ): Promise<boolean> {
     if (name === 'batch') {
       const actor = await actorFor(req, 'startTasks');
-      const body = await readJson(req);
+      const body = await objectBody(req);
       if (!Array.isArray(body.jobs))
         throw new ServiceError('BAD_USER_INPUT', 'jobs must be a list of tasks to start.');
       const requests = body.jobs.map((entry: unknown, index: number) => {
@@ -61,7 +61,7 @@ export function manyRoutes(deps: ManyRouteDeps) {
     }
     if (name === 'cancel') {
       const actor = await actorFor(req, 'cancelTasks');
-      const body = await readJson(req);
+      const body = await objectBody(req);
       const result = await tasks.cancelMany(actor, filterOfBody(body));
       sendJson(res, 200, result);
       return true;

@@ -2,16 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { toActor } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
-import { coerceError, notFound, ServiceError } from '../../errors.js';
-import { hasBody, PayloadTooLarge, readBody } from '../../http/body.js';
+import { notFound, ServiceError } from '../../errors.js';
+import { readJson } from '../../http/json-body.js';
+import { answerThrown } from '../../http/last-catch.js';
 import { sendJson, sendProblem } from '../../http/problem.js';
-import {
-  HttpRefusal,
-  requireBearer,
-  requireJsonType,
-  sendMethodNotAllowed,
-  sendRefusal,
-} from '../../http/refusal.js';
+import { HttpRefusal, requireBearer, sendMethodNotAllowed } from '../../http/refusal.js';
 import { handleOf, reportOf, retryAfterSeconds } from '../../tasks/handle.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { Actor, StartRequest, TaskService } from '../../tasks/service.js';
@@ -36,20 +31,15 @@ function retryAfter(task: Task): Record<string, string> {
   return seconds === undefined ? {} : { 'retry-after': String(seconds) };
 }
 
-/** The body as a JSON object. */
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-  if (hasBody(req)) requireJsonType(req, 'The body must be application/json.');
-  const text = (await readBody(req)).toString('utf8');
-  let body: unknown;
-  try {
-    body = text.trim() === '' ? {} : JSON.parse(text);
-  } catch {
-    throw new HttpRefusal(400, 'BAD_USER_INPUT', 'The body is not valid JSON.');
-  }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+/** The body as a JSON object; a POST without one reads as `{}`. */
+async function objectBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const body = await readJson(req, { empty: {} });
+  if (!body.ok) throw new HttpRefusal(400, 'BAD_USER_INPUT', 'The body is not valid JSON.');
+  const { value } = body;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ServiceError('BAD_USER_INPUT', 'The body must be a JSON object.');
   }
-  return body as Record<string, unknown>;
+  return value as Record<string, unknown>;
 }
 
 function optionalInt(value: unknown, name: string): number | null {
@@ -97,19 +87,13 @@ export function createRestHandler(options: RestOptions) {
     operation: Operation,
     taskId: string | null = null,
   ): Promise<Actor> {
-    let actor: Actor;
-    try {
-      actor = toActor(await requireBearer(verifier, req));
-    } catch (err) {
-      if (err instanceof ServiceError && err.code === 'UNAUTHENTICATED')
-        tasks.gate.refused(null, operation, taskId, 'UNAUTHENTICATED');
-      throw err;
-    }
+    const principal = await requireBearer(verifier, req, { audit: tasks.gate, operation, taskId });
+    const actor = toActor(principal);
     tasks.gate.authorize(actor, operation, taskId);
     return actor;
   }
 
-  const routeMany = manyRoutes({ tasks, actorFor, readJson, retryAfter, startRequestOf });
+  const routeMany = manyRoutes({ tasks, actorFor, objectBody, retryAfter, startRequestOf });
 
   /** A path segment that cannot be a taskId names no task: 404, like any unknown id (not 422). */
   function taskIdOf(id: string): string {
@@ -124,7 +108,7 @@ export function createRestHandler(options: RestOptions) {
 
     if (parts.length === 2 && method === 'POST') {
       const actor = await actorFor(req, 'startTask');
-      const body = await readJson(req);
+      const body = await objectBody(req);
       const key = req.headers['idempotency-key'];
       const { task } = await tasks.start(
         actor,
@@ -179,7 +163,7 @@ export function createRestHandler(options: RestOptions) {
     if (parts.length === 4 && id && sub === 'input' && method === 'POST') {
       const actor = await actorFor(req, 'provideTaskInput', id);
       const taskId = taskIdOf(id);
-      const body = await readJson(req);
+      const body = await objectBody(req);
       if (typeof body.key !== 'string')
         throw new ServiceError('BAD_USER_INPUT', 'key must be a string.');
       if (!('value' in body)) throw new ServiceError('BAD_USER_INPUT', 'value is required.');
@@ -207,16 +191,7 @@ export function createRestHandler(options: RestOptions) {
     try {
       await route(req, res, url);
     } catch (err) {
-      if (err instanceof PayloadTooLarge) throw err; // the server's 413, closing the connection
-      if (err instanceof ServiceError) {
-        sendRefusal(res, err);
-      } else {
-        log.error(
-          { err: coerceError(err), method: req.method, path: url.pathname },
-          'unexpected error in the REST face',
-        );
-        if (!res.headersSent) sendProblem(res, 500, 'INTERNAL_SERVER_ERROR', 'Unexpected error.');
-      }
+      answerThrown(req, res, err, { log, where: 'the REST face' });
     }
     return true;
   };

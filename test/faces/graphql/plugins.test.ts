@@ -1,6 +1,6 @@
 import type { Plugin } from 'graphql-yoga';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { servedDirectly } from '../../../src/faces/graphql/yoga.js';
+import { servedDirectly } from '../../../src/faces/graphql/direct-hooks.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 
 /**

@@ -165,6 +165,22 @@ describe('POST /graphql answers as yoga does', () => {
         headers: { origin: 'https://app.example' },
       }),
     ],
+    ...['application/json; charset=UTF-8', 'application/merge-patch+json', 'text/plain'].map(
+      (type): [string, () => { body: unknown; headers: Record<string, string> }] => [
+        `Content-Type: ${type}`,
+        () => ({
+          body: { query: POLL, variables: { id: taskId } },
+          headers: { 'content-type': type },
+        }),
+      ],
+    ),
+    [
+      'Content-Type: application/json; charset=latin1 (refused by the one rule)',
+      () => ({
+        body: { query: '{ taskKinds { name } }' },
+        headers: { 'content-type': 'application/json; charset=latin1' },
+      }),
+    ],
     [
       'Accept: text/html',
       () => ({ body: { query: '{ taskKinds { name } }' }, headers: { accept: 'text/html' } }),

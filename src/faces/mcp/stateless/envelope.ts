@@ -1,5 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { INVALID_PARAMS, INVALID_REQUEST, RpcError } from '../core/errors.js';
+import { isRecord } from '../core/rpc.js';
 
 /**
  * The 2026-07-28 request envelope (DESIGN §9b): which requests the stateless face serves, and
@@ -14,25 +16,10 @@ export const SUPPORTED_VERSIONS = [STATELESS_VERSION, '2025-11-25'];
 const META_VERSION = 'io.modelcontextprotocol/protocolVersion';
 const META_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 
-/** The revision's error codes (its `-32020..-32099` range), with JSON-RPC's own. */
+/** The revision's own error codes (its `-32020..-32099` range). */
 export const HEADER_MISMATCH = -32020;
 export const MISSING_CLIENT_CAPABILITY = -32021;
 export const UNSUPPORTED_VERSION = -32022;
-export const METHOD_NOT_FOUND = -32601;
-export const INVALID_PARAMS = -32602;
-
-/** A JSON-RPC error of this revision, with the HTTP status the transport gives it. */
-export class StatelessError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-    readonly status = 200,
-  ) {
-    super(message);
-    this.name = 'StatelessError';
-  }
-}
 
 export interface Envelope {
   id: string | number | null;
@@ -41,9 +28,6 @@ export interface Envelope {
   /** The client's capabilities as this request declares them. */
   capabilities: Record<string, unknown>;
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** A header's value with its optional whitespace trimmed (RFC 9110 §5.5); undefined if absent. */
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -80,17 +64,22 @@ function nameOf(method: string, params: Record<string, unknown>): unknown {
 }
 
 const mismatch = (message: string) =>
-  new StatelessError(HEADER_MISMATCH, `Header mismatch: ${message}`, undefined, 400);
+  new RpcError(HEADER_MISMATCH, `Header mismatch: ${message}`, undefined, 400);
 
 /**
  * Checks a request's envelope in the order the revision's transport states it.
- * @throws StatelessError -32600 for what is not one JSON-RPC request, -32020 for a header that
+ * @throws RpcError -32600 for what is not one JSON-RPC request, -32020 for a header that
  *   is missing or disagrees with the body, -32602 for a `_meta` without its version or
  *   capabilities, -32022 for a version this face does not serve
  */
 export function checkEnvelope(req: IncomingMessage, body: unknown): Envelope {
   if (!isRecord(body) || body.jsonrpc !== '2.0' || typeof body.method !== 'string') {
-    throw new StatelessError(-32600, 'Invalid Request: send one JSON-RPC request.', undefined, 400);
+    throw new RpcError(
+      INVALID_REQUEST,
+      'Invalid Request: send one JSON-RPC request.',
+      undefined,
+      400,
+    );
   }
   const id = typeof body.id === 'string' || typeof body.id === 'number' ? body.id : null;
   const method = body.method;
@@ -102,18 +91,13 @@ export function checkEnvelope(req: IncomingMessage, body: unknown): Envelope {
   const missing = [META_VERSION, META_CAPABILITIES].filter((key) => meta?.[key] === undefined);
   if (missing.length > 0 || !isRecord(meta?.[META_CAPABILITIES])) {
     const what = missing.length > 0 ? missing.join(', ') : META_CAPABILITIES;
-    throw new StatelessError(
-      INVALID_PARAMS,
-      `Invalid params: _meta lacks ${what}.`,
-      undefined,
-      400,
-    );
+    throw new RpcError(INVALID_PARAMS, `Invalid params: _meta lacks ${what}.`, undefined, 400);
   }
   if (meta[META_VERSION] !== version) {
     throw mismatch('MCP-Protocol-Version does not match _meta protocolVersion.');
   }
   if (version !== STATELESS_VERSION) {
-    throw new StatelessError(
+    throw new RpcError(
       UNSUPPORTED_VERSION,
       `Unsupported protocol version ${JSON.stringify(version)}.`,
       { supported: SUPPORTED_VERSIONS, requested: version },

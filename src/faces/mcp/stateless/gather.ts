@@ -1,6 +1,7 @@
 import { ElicitResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import type { TaskKind } from '../../../tasks/kinds.js';
-import { isFlatForm } from '../await-final.js';
+import { isFlatForm } from '../core/await-final.js';
+import { isRecord } from '../core/rpc.js';
 
 /**
  * Arguments asked for before a task starts (MCP 2026-07-28's multi round-trip requests): a
@@ -12,9 +13,6 @@ import { isFlatForm } from '../await-final.js';
 
 /** The key of the one input request this step makes. */
 export const ARGUMENTS_KEY = 'arguments';
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** The call's arguments with an accepted `inputResponses.arguments` answer merged in. */
 export function gatheredArguments(input: unknown, inputResponses: unknown): unknown {

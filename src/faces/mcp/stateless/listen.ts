@@ -2,8 +2,9 @@ import type { ServerResponse } from 'node:http';
 import { coerceError, ServiceError } from '../../../errors.js';
 import type { Task } from '../../../tasks/task.js';
 import { isTaskId } from '../../../tasks/validation.js';
-import { taskMeta } from '../wire.js';
-import { INVALID_PARAMS, StatelessError } from './envelope.js';
+import { callerOf } from '../core/caller.js';
+import { INVALID_PARAMS, RpcError } from '../core/errors.js';
+import { taskMeta } from '../core/results.js';
 import { type Call, declaresTasks, needsTasks } from './methods.js';
 import { detailedTaskOf } from './wire.js';
 
@@ -22,15 +23,15 @@ export async function listen(call: Call, res: ServerResponse): Promise<void> {
   const { envelope, tasks } = call;
   const filter = envelope.params.notifications;
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) {
-    throw new StatelessError(INVALID_PARAMS, 'notifications must be an object.');
+    throw new RpcError(INVALID_PARAMS, 'notifications must be an object.');
   }
   const taskIds = (filter as { taskIds?: unknown }).taskIds;
   if (taskIds !== undefined) {
     if (!Array.isArray(taskIds) || taskIds.some((id) => typeof id !== 'string')) {
-      throw new StatelessError(INVALID_PARAMS, 'notifications.taskIds must be a list of ids.');
+      throw new RpcError(INVALID_PARAMS, 'notifications.taskIds must be a list of ids.');
     }
     if (taskIds.length > MAX_LISTENED_TASKS) {
-      throw new StatelessError(
+      throw new RpcError(
         INVALID_PARAMS,
         `A stream follows at most ${MAX_LISTENED_TASKS} tasks; open another for the rest.`,
       );
@@ -38,7 +39,7 @@ export async function listen(call: Call, res: ServerResponse): Promise<void> {
     if (!declaresTasks(envelope)) throw needsTasks();
   }
 
-  const actor = { id: call.principal.sub, admin: false };
+  const actor = callerOf(call.principal);
   const streams: { id: string; stream: AsyncIterableIterator<Task> }[] = [];
   for (const id of new Set((taskIds ?? []) as string[])) {
     if (!isTaskId(id)) continue;

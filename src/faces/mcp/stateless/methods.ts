@@ -5,14 +5,12 @@ import { ServiceError } from '../../../errors.js';
 import type { Actor, TaskService } from '../../../tasks/service.js';
 import type { Task } from '../../../tasks/task.js';
 import { isTaskId } from '../../../tasks/validation.js';
-import { awaitFinal } from '../await-final.js';
-import {
-  type Envelope,
-  INVALID_PARAMS,
-  MISSING_CLIENT_CAPABILITY,
-  StatelessError,
-  SUPPORTED_VERSIONS,
-} from './envelope.js';
+import { awaitFinal } from '../core/await-final.js';
+import { callerOf } from '../core/caller.js';
+import { INVALID_PARAMS, RpcError, taskNotFound } from '../core/errors.js';
+import { toolFailure } from '../core/results.js';
+import { kindNamed, toolsOf } from '../core/tools.js';
+import { type Envelope, MISSING_CLIENT_CAPABILITY, SUPPORTED_VERSIONS } from './envelope.js';
 import { ARGUMENTS_KEY, askForArguments, gatheredArguments } from './gather.js';
 import {
   createTaskResultOf,
@@ -52,18 +50,14 @@ export function declaresTasks(envelope: Envelope): boolean {
 
 /** -32021 naming the extension, for a request that needs it and did not declare it. */
 export const needsTasks = () =>
-  new StatelessError(
+  new RpcError(
     MISSING_CLIENT_CAPABILITY,
     `Missing required client capability: the ${TASKS_EXTENSION} extension.`,
     { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
     400,
   );
 
-/** Unknown, expired, someone else's, or not a UUID: one answer for all, so nothing leaks. */
-const taskNotFound = () => new StatelessError(INVALID_PARAMS, 'Task not found.');
-
-/** `tasks:admin` grants nothing more over MCP: every caller sees its own tasks only. */
-const actorOf = (call: Call): Actor => ({ id: call.principal.sub, admin: false });
+const actorOf = (call: Call): Actor => callerOf(call.principal);
 
 /** The caller's task named by `params.taskId`, once the request has declared the extension. */
 async function ownTask(call: Call): Promise<Task> {
@@ -79,7 +73,7 @@ async function ownTask(call: Call): Promise<Task> {
 function finished(task: Task): Record<string, unknown> {
   if (failedOutsideTheTool(task)) {
     const error = rpcErrorOfTask(task);
-    throw new StatelessError(error.code, error.message, error.data);
+    throw new RpcError(error.code, error.message, error.data);
   }
   return toolResultOf(task);
 }
@@ -98,12 +92,8 @@ const discover: Method = async () => ({
 
 const listTools: Method = async ({ tasks }) => ({
   resultType: 'complete',
-  tools: tasks.listKinds().map((kind) => ({
-    name: kind.name,
-    description: kind.description,
-    inputSchema: kind.inputSchema,
-    execution: { taskSupport: kind.taskSupport },
-  })),
+  // §9b: each tool says how its kind may be called.
+  tools: toolsOf(tasks.listKinds(), (kind) => kind.taskSupport),
   ttlMs: 0,
   cacheScope: 'private',
 });
@@ -111,8 +101,7 @@ const listTools: Method = async ({ tasks }) => ({
 const callTool: Method = async (call) => {
   const { tasks, envelope } = call;
   const { name, arguments: given, inputResponses } = envelope.params;
-  const kind = tasks.listKinds().find((candidate) => candidate.name === name);
-  if (!kind) throw new StatelessError(INVALID_PARAMS, `Unknown tool ${JSON.stringify(name)}.`);
+  const kind = kindNamed(tasks.listKinds(), name);
   const asTask = declaresTasks(envelope) && kind.taskSupport !== 'forbidden';
   if (kind.taskSupport === 'required' && !asTask) throw needsTasks();
   const input = gatheredArguments(given ?? {}, inputResponses);
@@ -126,12 +115,7 @@ const callTool: Method = async (call) => {
   } catch (err) {
     // Arguments the kind refuses are a tool error the model can read, nothing stored.
     if (err instanceof ServiceError && err.code === 'BAD_USER_INPUT') {
-      return {
-        resultType: 'complete',
-        isError: true,
-        content: [{ type: 'text', text: err.message }],
-        structuredContent: { code: err.code, message: err.message },
-      };
+      return { resultType: 'complete', ...toolFailure(err.code, err.message) };
     }
     throw err;
   }
@@ -163,7 +147,7 @@ const updateTask: Method = async (call) => {
   const task = await ownTask(call);
   const responses = call.envelope.params.inputResponses;
   if (responses === null || typeof responses !== 'object' || Array.isArray(responses)) {
-    throw new StatelessError(INVALID_PARAMS, 'inputResponses must be an object.');
+    throw new RpcError(INVALID_PARAMS, 'inputResponses must be an object.');
   }
   for (const { key } of task.inputRequests) {
     const answer = Object.hasOwn(responses, key)

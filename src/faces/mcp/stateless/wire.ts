@@ -5,7 +5,9 @@ import type {
   InputRequestsV2,
 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import type { Task } from '../../../tasks/task.js';
-import { statusMessageOf, taskMeta } from '../wire.js';
+import { INTERNAL_ERROR } from '../core/errors.js';
+import { toolResultOf as coreToolResultOf, statusMessageOf, taskMeta } from '../core/results.js';
+import { isRecord } from '../core/rpc.js';
 
 /**
  * How the 2026-07-28 face writes tasks (DESIGN §9b): the io.modelcontextprotocol/tasks
@@ -22,47 +24,17 @@ export const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
  * or the server failing around the tool. Every other code is the tool's own answer.
  */
 const OUTSIDE_THE_TOOL = new Set(['WORKER_LOST', 'INTERNAL_SERVER_ERROR']);
-const INTERNAL_ERROR = -32603;
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** Whether a failed task failed outside the tool (extension status `failed`). */
 export const failedOutsideTheTool = (task: Task): boolean =>
   task.status === 'failed' && OUTSIDE_THE_TOOL.has(task.error?.code ?? '');
 
-function toolError(code: string, message: string): CallToolResultV2 {
-  return {
-    resultType: 'complete',
-    isError: true,
-    content: [{ type: 'text', text: message }],
-    structuredContent: { code, message },
-  };
-}
-
 /**
- * The tool's result for a final task: a string result is the text itself, any other value its
- * JSON with `structuredContent` (a non-object as `{ value }`); a failure in the tool or a
- * cancellation is `isError` with `{ code, message }`. It is a result of its own, so it says
- * `resultType` too.
+ * The tool's result for a final task (the core's, a string result as its own text): a result
+ * of its own, so it says `resultType` too.
  */
 export function toolResultOf(task: Task): CallToolResultV2 {
-  if (task.status === 'completed') {
-    const result = task.result ?? null;
-    if (typeof result === 'string') {
-      return { resultType: 'complete', content: [{ type: 'text', text: result }] };
-    }
-    return {
-      resultType: 'complete',
-      content: [{ type: 'text', text: JSON.stringify(result) }],
-      structuredContent: isRecord(result) ? result : { value: result },
-    } as CallToolResultV2;
-  }
-  if (task.status === 'failed') {
-    const error = task.error ?? { code: 'HANDLER_ERROR', message: 'The task failed.' };
-    return toolError(error.code, error.message);
-  }
-  return toolError('CANCELLED', 'The task was cancelled.');
+  return { resultType: 'complete', ...coreToolResultOf(task, true) } as CallToolResultV2;
 }
 
 /** The JSON-RPC error of a task that failed outside the tool. */

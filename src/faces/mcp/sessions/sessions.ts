@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Logger } from 'pino';
-import { coerceError } from '../../errors.js';
+import { coerceError } from '../../../errors.js';
+import { Shutdown } from '../core/shutdown.js';
 import { SessionTransport } from './transport.js';
 
 /** One MCP session: its transport and server, the principal that opened it, and its use. */
@@ -37,31 +38,6 @@ export class Session {
   /** Epoch ms at which this session becomes idle-closable; Infinity while a request is in flight. */
   idleAt(idleMs: number): number {
     return this.busy > 0 ? Number.POSITIVE_INFINITY : this.lastUsed + idleMs;
-  }
-}
-
-/** What waiting requests watch so the process can answer them before it closes their sessions. */
-export class Shutdown {
-  private readonly controller = new AbortController();
-  private readonly waits = new Set<Promise<unknown>>();
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  /** Follows a waiting request until it settles. */
-  track<T>(wait: Promise<T>): Promise<T> {
-    this.waits.add(wait);
-    const forget = () => this.waits.delete(wait);
-    wait.then(forget, forget);
-    return wait;
-  }
-
-  /** Tells every waiting request to answer now; resolves once their answers are on their way. */
-  async begin(): Promise<void> {
-    this.controller.abort();
-    await Promise.allSettled([...this.waits]);
-    await new Promise((resolve) => setImmediate(resolve)); // the SDK sends a result a tick later
   }
 }
 

@@ -13,6 +13,7 @@ import {
   type RequestId,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
+import { sendRpcError } from '../core/rpc.js';
 import { SseStream } from './sse.js';
 
 /**
@@ -29,16 +30,6 @@ export interface SessionTransportOptions {
   sessionIdGenerator: () => string;
   /** Called once `initialize` has been given its session id, before it is answered. */
   onsessioninitialized: (sessionId: string) => void;
-}
-
-/** A JSON-RPC error with no id, as the SDK's transport refuses a request. */
-function refuse(res: ServerResponse, status: number, code: number, message: string): void {
-  const text = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-  });
-  res.end(text);
 }
 
 const header = (req: IncomingMessage, name: string): string | undefined => {
@@ -86,18 +77,19 @@ export class SessionTransport implements Transport {
     body: unknown,
     authInfo: AuthInfo,
   ): Promise<void> {
-    if (this.closed) return refuse(res, 404, -32001, 'Session not found');
+    if (this.closed)
+      return sendRpcError(res, 404, null, { code: -32001, message: 'Session not found' });
     if (req.method === 'POST') return this.post(req, res, body, authInfo);
     if (req.method === 'GET') return this.get(req, res);
     if (req.method === 'DELETE') return this.delete(req, res);
     this.fail('Method not allowed.');
-    const text = JSON.stringify({
-      jsonrpc: '2.0',
-      error: { code: -32000, message: 'Method not allowed.' },
-      id: null,
-    });
-    res.writeHead(405, { allow: 'GET, POST, DELETE', 'content-type': 'application/json' });
-    res.end(text);
+    sendRpcError(
+      res,
+      405,
+      null,
+      { code: -32000, message: 'Method not allowed.' },
+      { allow: 'GET, POST, DELETE' },
+    );
   }
 
   private post(req: IncomingMessage, res: ServerResponse, body: unknown, authInfo: AuthInfo) {
@@ -214,9 +206,10 @@ export class SessionTransport implements Transport {
     return false;
   }
 
+  /** A JSON-RPC error with no id, as the SDK's transport refuses a request. */
   private refuse(res: ServerResponse, status: number, code: number, message: string): void {
     this.fail(message);
-    refuse(res, status, code, message);
+    sendRpcError(res, status, null, { code, message });
   }
 
   private fail(message: string): void {

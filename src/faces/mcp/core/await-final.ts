@@ -1,11 +1,17 @@
 import type { ElicitRequestFormParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import { ErrorCode, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
+import { RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import { coerceError, ServiceError } from '../../errors.js';
-import type { Actor, TaskService } from '../../tasks/service.js';
-import { isTerminal } from '../../tasks/status.js';
-import type { InputRequest, Task } from '../../tasks/task.js';
-import { RpcError, SERVICE_UNAVAILABLE_CODE, taskNotFound } from './wire.js';
+import { coerceError, ServiceError } from '../../../errors.js';
+import type { Actor, TaskService } from '../../../tasks/service.js';
+import { isTerminal } from '../../../tasks/status.js';
+import type { InputRequest, Task } from '../../../tasks/task.js';
+import {
+  CONNECTION_CLOSED,
+  INVALID_REQUEST,
+  RpcError,
+  SERVICE_UNAVAILABLE_CODE,
+  taskNotFound,
+} from './errors.js';
 
 /** Sends one `elicitation/create` on the waiting request's own response stream. */
 export type Ask = (
@@ -81,7 +87,7 @@ export async function awaitFinal(wait: AwaitFinal): Promise<Task> {
     signal.removeEventListener('abort', stop);
     stopping.removeEventListener('abort', stop);
   }
-  if (signal.aborted) throw new RpcError(ErrorCode.ConnectionClosed, 'Request was cancelled.');
+  if (signal.aborted) throw new RpcError(CONNECTION_CLOSED, 'Request was cancelled.');
   if (stopping.aborted) {
     throw new RpcError(SERVICE_UNAVAILABLE_CODE, 'The server is stopping; ask again.', {
       code: 'SERVICE_UNAVAILABLE',
@@ -89,7 +95,7 @@ export async function awaitFinal(wait: AwaitFinal): Promise<Task> {
   }
   if (wait.tokenExpiresAt !== undefined && wait.tokenExpiresAt <= Date.now()) {
     throw new RpcError(
-      ErrorCode.InvalidRequest,
+      INVALID_REQUEST,
       'The bearer token expired while waiting for the task; ask again with a fresh token.',
     );
   }

@@ -10,30 +10,26 @@ import {
   GetTaskRequestSchema,
   ListTasksRequestSchema,
   ListToolsRequestSchema,
+  type ListToolsResult,
   RequestSchema,
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { Logger } from 'pino';
-import type { Principal } from '../../auth/principal.js';
-import { ServiceError } from '../../errors.js';
-import { SCOPE_OF } from '../../tasks/scopes.js';
-import type { Actor, TaskService } from '../../tasks/service.js';
-import { isTerminal } from '../../tasks/status.js';
-import { isTaskId } from '../../tasks/validation.js';
-import { type Ask, awaitFinal } from './await-final.js';
-import type { Shutdown } from './sessions.js';
-import {
-  callToolResultOf,
-  LABELS_META_KEY,
-  mcpTaskOf,
-  RpcError,
-  refusedCall,
-  rpcErrorOf,
-  taskMeta,
-  taskNotFound,
-} from './wire.js';
+import type { Principal } from '../../../auth/principal.js';
+import { ServiceError } from '../../../errors.js';
+import { SCOPE_OF } from '../../../tasks/scopes.js';
+import type { Actor, TaskService } from '../../../tasks/service.js';
+import { isTerminal } from '../../../tasks/status.js';
+import { isTaskId } from '../../../tasks/validation.js';
+import { type Ask, awaitFinal } from '../core/await-final.js';
+import { callerOf } from '../core/caller.js';
+import { INVALID_PARAMS, RpcError, rpcErrorOf, taskNotFound } from '../core/errors.js';
+import { LABELS_META_KEY, taskMeta, toolFailure } from '../core/results.js';
+import type { Shutdown } from '../core/shutdown.js';
+import { kindNamed, SERVER_INFO, toolsOf } from '../core/tools.js';
+import { callToolResultOf, mcpTaskOf } from './wire.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -42,8 +38,6 @@ export const CAPABILITIES = {
   tools: {},
   tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
 };
-/** How the server names itself, on both revisions. */
-export const SERVER_INFO = { name: 'taskhandle', version: '0.1.0' };
 /** `tasks/list` pages hold at most this many tasks. */
 const LIST_PAGE = 20;
 
@@ -64,8 +58,7 @@ function principalOf(extra: Extra): Principal {
   return principal;
 }
 
-/** `tasks:admin` grants nothing more over MCP: every caller sees its own tasks only. */
-const actorOf = (extra: Extra): Actor => ({ id: principalOf(extra).sub, admin: false });
+const actorOf = (extra: Extra): Actor => callerOf(principalOf(extra));
 
 function taskIdOf(params: unknown): string {
   const taskId = (params as { taskId?: unknown } | undefined)?.taskId;
@@ -87,7 +80,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
   });
   server.onerror = (err) => log.debug({ err }, 'MCP transport');
   // The kinds are fixed when the service is built; listing them sorts them, once per call.
-  const toolNames = new Set(tasks.listKinds().map((kind) => kind.name));
+  const kinds = tasks.listKinds();
 
   /** Runs a handler, turning what it throws into the §9 JSON-RPC errors. */
   const guarded =
@@ -131,13 +124,9 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
 
   server.setRequestHandler(
     ListToolsRequestSchema,
+    // §9: every tool may be called either way, whatever its kind says of §9b.
     guarded('tools/list', async () => ({
-      tools: tasks.listKinds().map((kind) => ({
-        name: kind.name,
-        description: kind.description,
-        inputSchema: kind.inputSchema as { type: 'object' },
-        execution: { taskSupport: 'optional' as const },
-      })),
+      tools: toolsOf(kinds, () => 'optional') as ListToolsResult['tools'],
     })),
   );
 
@@ -145,9 +134,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
     CallToolRequestSchema,
     guarded('tools/call', async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
       const { name, arguments: input, task: taskParams, _meta: meta } = request.params;
-      if (!toolNames.has(name)) {
-        throw new RpcError(-32602, `Unknown tool ${JSON.stringify(name)}.`);
-      }
+      kindNamed(kinds, name);
       let started: Awaited<ReturnType<TaskService['start']>>;
       try {
         started = await tasks.start(actorOf(extra), {
@@ -159,7 +146,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
       } catch (err) {
         // Without `task` the caller wants the tool's answer: a refused argument is one.
         if (!taskParams && err instanceof ServiceError && err.code === 'BAD_USER_INPUT') {
-          return refusedCall(err);
+          return toolFailure(err.code, err.message);
         }
         throw err;
       }
@@ -187,7 +174,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
     guarded('tasks/list', async (request, extra) => {
       const cursor = (request.params as { cursor?: unknown } | undefined)?.cursor;
       if (cursor !== undefined && typeof cursor !== 'string') {
-        throw new RpcError(-32602, 'Malformed cursor.');
+        throw new RpcError(INVALID_PARAMS, 'Malformed cursor.');
       }
       // Labels in the request's _meta filter the list (every pair must match).
       const labels = (request.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.[
@@ -215,7 +202,7 @@ export function createMcpServer({ tasks, log, shutdown }: McpServerDeps): Server
       const task = await tasks.get(actorOf(extra), taskId);
       if (!task) throw taskNotFound();
       if (isTerminal(task.status)) {
-        throw new RpcError(-32602, `The task is already ${task.status}.`, {
+        throw new RpcError(INVALID_PARAMS, `The task is already ${task.status}.`, {
           code: 'TASK_TERMINAL',
         });
       }
