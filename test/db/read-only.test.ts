@@ -1,8 +1,10 @@
 import { EventEmitter, once } from 'node:events';
 import { Writable } from 'node:stream';
+import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type Db } from '../../src/db/connect.js';
 import { DatabaseUnavailable, faultClassifier, isReadOnlyFault } from '../../src/db/faults.js';
 import { PgListener } from '../../src/db/listen.js';
 import { guardedPool } from '../../src/db/pg-pool.js';
@@ -31,8 +33,13 @@ function recordingLog() {
     },
   });
   const log = pino({ level: 'info' }, stream);
+  /** Resolves once `msg` was logged; rejects after 20 s. */
   const until = async (msg: string) => {
-    while (!lines.some((l) => l.msg === msg)) await once(written, 'line');
+    const signal = AbortSignal.timeout(20_000);
+    while (!lines.some((l) => l.msg === msg))
+      await once(written, 'line', { signal }).catch(() => {
+        throw new Error(`not logged within 20 s: ${msg}`);
+      });
   };
   return { log, lines, until };
 }
@@ -161,6 +168,33 @@ describe.skipIf(backend === 'pglite')('a server that does not take writes', () =
     const other = await admin.query('select 1 / 0').catch((e) => e);
     expect(isReadOnlyFault(other)).toBe(false);
     expect(faultClassifier(silent)(other)).toBe(other);
+  });
+
+  describe('the breaker', () => {
+    let db: Db | undefined;
+    afterEach(() => db?.close());
+
+    it('opens on a read-only server, logging the episode once, and closes by itself when it takes writes again', async () => {
+      const { log, lines, until } = recordingLog();
+      db = await connect({ databaseUrl: database.url, dataDir: '', timeouts, log });
+      await readOnlyFromNowOn(true);
+      // The connection it opens is refused; a probe on a new one finds the server read-only.
+      const write = sql`create temp table t (x int)`.execute(db.kysely);
+      await expect(write).rejects.toBeInstanceOf(DatabaseUnavailable);
+      await until(
+        'database read-only (a standby, or a failover under way): failing requests at once until a writable primary answers',
+      );
+      // Open: reads fail too, without a connection (none would be admitted).
+      for (let i = 0; i < 20; i++)
+        await expect(sql`select 1`.execute(db.kysely)).rejects.toBeInstanceOf(DatabaseUnavailable);
+      await readOnlyFromNowOn(false);
+      await until('database writable again');
+      await sql`create temp table t (x int)`.execute(db.kysely);
+      // One line opened the episode, one closed it; the refusals were logged at most once a second.
+      const episode = lines.filter((l) => /^database (read-only|writable)/.test(l.msg));
+      expect(episode).toHaveLength(2);
+      expect(lines.filter((l) => l.msg === 'database unavailable').length).toBeLessThanOrEqual(2);
+    });
   });
 
   it('listens on a writable server only, and is back once the server takes writes', async () => {
