@@ -110,6 +110,12 @@ export class DatabaseBreaker {
     return this.outage !== undefined;
   }
 
+  /** Calls `then` each time the breaker closes: the database answers, and takes writes, again. */
+  onClose(then: () => void): void {
+    this.closed.push(then);
+  }
+  private readonly closed: Array<() => void> = [];
+
   /** `pool` with every connect and query under the breaker. */
   guard(pool: PostgresPool): PostgresPool {
     return {
@@ -222,11 +228,14 @@ export class DatabaseBreaker {
       await this.probe.run(PROBE_TIMEOUT_MS, fresh);
       this.lastAnswer = started;
       if (fresh) this.lastFreshAnswer = started;
-      if (this.outage)
-        this.log.info(
-          isReadOnlyFault(this.outage) ? 'database writable again' : 'database reachable again',
-        );
+      const outage = this.outage;
       this.outage = undefined;
+      if (outage) {
+        this.log.info(
+          isReadOnlyFault(outage) ? 'database writable again' : 'database reachable again',
+        );
+        for (const then of this.closed) then();
+      }
     } catch (err) {
       this.trip(err instanceof Error ? err : new Error(String(err)));
       if (!this.stopped) this.reprobe = setTimeout(() => void this.check(), REPROBE_MS).unref();

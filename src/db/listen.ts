@@ -126,18 +126,32 @@ export class PgListener implements Listener {
     const [min, max] = this.backoffMs;
     const delay = Math.min(max, min * 2 ** this.failures) * (0.5 + Math.random() / 2);
     this.failures++;
-    this.retry = setTimeout(async () => {
+    this.retry = setTimeout(() => void this.reconnect(), delay);
+  }
+
+  private async reconnect(): Promise<void> {
+    this.retry = undefined;
+    if (this.stopped) return;
+    try {
+      await this.connect();
       if (this.stopped) return;
-      try {
-        await this.connect();
-        if (this.stopped) return;
-        this.log.info('listening connection restored');
-        this.handlers?.reconnected();
-      } catch (err) {
-        this.log.warn({ err }, 'listening connection could not be restored; retrying');
-        this.scheduleReconnect();
-      }
-    }, delay);
+      this.log.info('listening connection restored');
+      this.handlers?.reconnected();
+    } catch (err) {
+      this.log.warn({ err }, 'listening connection could not be restored; retrying');
+      this.scheduleReconnect();
+    }
+  }
+
+  /**
+   * Reconnects now if a reconnect is waiting out its backoff: the database is known to be back
+   * (the breaker closed), so notifications resume without waiting up to the longest backoff.
+   */
+  retryNow(): void {
+    if (this.stopped || this.retry === undefined) return;
+    clearTimeout(this.retry);
+    this.failures = 0;
+    void this.reconnect();
   }
 
   async stop(): Promise<void> {

@@ -227,4 +227,30 @@ describe.skipIf(backend === 'pglite')('a server that does not take writes', () =
       await listener.stop();
     }
   });
+
+  it('reconnects at once when told the database is back, instead of waiting out its backoff', async () => {
+    const { log, until } = recordingLog();
+    // Ten minutes: only `retryNow` can bring it back within the test.
+    const listener = new PgListener(database.url!, log, {
+      timeouts,
+      backoffMs: [600_000, 600_000],
+    });
+    const events = new EventEmitter();
+    await listener.start(['read_only_test'], {
+      notify: () => {},
+      reconnected: () => events.emit('reconnected'),
+    });
+    try {
+      await admin.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity
+         where datname = current_database() and query like 'listen %'`,
+      );
+      await until('listening connection lost; reconnecting');
+      const back = once(events, 'reconnected');
+      listener.retryNow();
+      await back;
+    } finally {
+      await listener.stop();
+    }
+  });
 });
