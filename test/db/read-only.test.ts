@@ -9,7 +9,8 @@ import { DatabaseUnavailable, faultClassifier, isReadOnlyFault } from '../../src
 import { PgListener } from '../../src/db/listen.js';
 import { guardedPool } from '../../src/db/pg-pool.js';
 import { ensureWritable, ReadOnlyServer, ReportingClient } from '../../src/db/writable.js';
-import { backend, freshDatabaseAndClient, type TestDatabase } from '../helpers/db.js';
+import { directUrl, onDatabaseOf } from '../helpers/database-env.js';
+import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
 
 /**
  * A server that does not take writes (a standby behind the database's name during a failover)
@@ -47,9 +48,14 @@ function recordingLog() {
 let database: TestDatabase;
 /** The server's pool of `max` connections on the test's database. */
 const poolOf = (max: number) =>
-  guardedPool(database.url!, { ...timeouts, max, preparedStatements: true, log: silent }).pool;
+  guardedPool(url, { ...timeouts, max, preparedStatements: true, log: silent }).pool;
+/**
+ * The test's database on the server itself, also when the run goes through a pooler: a
+ * pooler's server connections would outlive the session defaults these tests change.
+ */
+let url: string;
 let admin: pg.Client;
-const dbName = () => new URL(database.url!).pathname.slice(1);
+const dbName = () => new URL(url).pathname.slice(1);
 /** New sessions on the test's database start read-only (`default_transaction_read_only`). */
 const readOnlyFromNowOn = (on: boolean) =>
   admin.query(
@@ -60,7 +66,10 @@ const readOnlyFromNowOn = (on: boolean) =>
 
 describe.skipIf(backend === 'pglite')('a server that does not take writes', () => {
   beforeAll(async () => {
-    ({ database, client: admin } = await freshDatabaseAndClient());
+    database = await freshDatabase();
+    url = onDatabaseOf(directUrl()!, database.url!);
+    admin = new pg.Client({ connectionString: url });
+    await admin.connect();
   });
   afterAll(async () => {
     await admin?.end();
@@ -129,7 +138,7 @@ describe.skipIf(backend === 'pglite')('a server that does not take writes', () =
   });
 
   it('asks the server when its report says read-only: a pooler may replay a stale one', async () => {
-    const client = new ReportingClient({ connectionString: database.url });
+    const client = new ReportingClient({ connectionString: url });
     await client.connect();
     try {
       expect(client.reported.get('in_hot_standby')).toBe('off');
@@ -147,7 +156,7 @@ describe.skipIf(backend === 'pglite')('a server that does not take writes', () =
   it('asks the server when it reported nothing (an older server, a pooler)', async () => {
     await readOnlyFromNowOn(true);
     // A plain pg client keeps no ParameterStatus: the check asks `transaction_read_only`.
-    const plain = new pg.Client({ connectionString: database.url });
+    const plain = new pg.Client({ connectionString: url });
     await plain.connect();
     try {
       await expect(ensureWritable(plain)).rejects.toThrow('transaction_read_only = on');
@@ -176,7 +185,7 @@ describe.skipIf(backend === 'pglite')('a server that does not take writes', () =
 
     it('opens on a read-only server, logging the episode once, and closes by itself when it takes writes again', async () => {
       const { log, lines, until } = recordingLog();
-      db = await connect({ databaseUrl: database.url, dataDir: '', timeouts, log });
+      db = await connect({ databaseUrl: url, dataDir: '', timeouts, log });
       await readOnlyFromNowOn(true);
       // The connection it opens is refused; a probe on a new one finds the server read-only.
       const write = sql`create temp table t (x int)`.execute(db.kysely);
@@ -199,7 +208,7 @@ describe.skipIf(backend === 'pglite')('a server that does not take writes', () =
 
   it('listens on a writable server only, and is back once the server takes writes', async () => {
     const { log, lines, until } = recordingLog();
-    const listener = new PgListener(database.url!, log, { timeouts, backoffMs: [20, 200] });
+    const listener = new PgListener(url, log, { timeouts, backoffMs: [20, 200] });
     const events = new EventEmitter();
     await listener.start(['read_only_test'], {
       notify: (_channel, payload) => events.emit('notify', payload),
@@ -231,7 +240,7 @@ describe.skipIf(backend === 'pglite')('a server that does not take writes', () =
   it('reconnects at once when told the database is back, instead of waiting out its backoff', async () => {
     const { log, until } = recordingLog();
     // Ten minutes: only `retryNow` can bring it back within the test.
-    const listener = new PgListener(database.url!, log, {
+    const listener = new PgListener(url, log, {
       timeouts,
       backoffMs: [600_000, 600_000],
     });

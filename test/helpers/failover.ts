@@ -38,7 +38,12 @@ export async function startFailoverRig(synchronous: boolean): Promise<FailoverRi
   try {
     proxy = await proxyFor(pg.primaryUrl);
     const databaseUrl = proxy.via(pg.primaryUrl);
-    const env = { TASK_LEASE_MS: String(FAILOVER_LEASE_MS), LOG_LEVEL: 'info' };
+    const env = {
+      TASK_LEASE_MS: String(FAILOVER_LEASE_MS),
+      LOG_LEVEL: 'info',
+      // These clusters have no pooler, whatever the run's own database has.
+      DATABASE_LISTEN_URL: databaseUrl,
+    };
     const spawned = await Promise.allSettled(
       (['api', 'worker', 'all'] as const).map((role) => spawnServer({ role, databaseUrl, env })),
     );
