@@ -1,8 +1,9 @@
 import type { PostgresPool, PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { DatabaseUnavailable } from './faults.js';
+import { DatabaseUnavailable, isReadOnlyFault } from './faults.js';
 import { clientConfig } from './pg-pool.js';
+import { ensureWritableNow } from './writable.js';
 
 /**
  * The database's one fail-fast rule (DESIGN §12). A black-holed server answers nothing, so a
@@ -13,6 +14,13 @@ import { clientConfig } from './pg-pool.js';
  * everything new at once, as DatabaseUnavailable (SERVICE_UNAVAILABLE on every face), until a
  * probe, repeated every REPROBE_MS, succeeds again. A slow query on a live database is left
  * alone: its probe succeeds, and the statement timeout bounds it as before.
+ *
+ * A database that answers but does not take writes (during a failover, a standby not yet
+ * promoted behind the database's name) is as unavailable: a read-only refusal or connection
+ * probes at once, on a new connection (what the pool would open next), and opens the breaker
+ * when that one is read-only too. Writes, claims, LISTEN and readiness then fail at once until
+ * a probe reaches a writable primary. A refusal on an old connection while the name already
+ * points at a writable primary opens nothing: the pool drops that connection.
  */
 
 const SUSPECT_AFTER_MS = 750;
@@ -27,17 +35,22 @@ interface Wait {
 }
 
 /**
- * `select 1` on a connection of its own, kept between probes: on a live but busy machine a
- * query on an open connection answers in milliseconds where a new connection may take longer
- * than the probe may. A probe that fails drops the connection; the next one opens another.
+ * Asks the database whether it takes writes (`SHOW transaction_read_only`), on a connection of
+ * its own, kept between probes: on a live but busy machine a query on an open connection
+ * answers in milliseconds where a new connection may take longer than the probe may. A probe
+ * that fails drops the connection; the next one opens another.
  */
 export class DatabaseProbe {
   private client: pg.Client | undefined;
 
   constructor(private readonly databaseUrl: string) {}
 
-  /** Resolves once the database answered within `timeoutMs`; rejects otherwise. */
-  async run(timeoutMs: number): Promise<void> {
+  /**
+   * Resolves once the database answered within `timeoutMs` and takes writes; rejects otherwise.
+   * @param fresh on a new connection: where the database's name points now
+   */
+  async run(timeoutMs: number, fresh = false): Promise<void> {
+    if (fresh) this.close();
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('database probe timed out')), timeoutMs);
@@ -54,7 +67,8 @@ export class DatabaseProbe {
         this.client = client;
         await client.connect();
       }
-      await this.client.query('select 1');
+      // Asked, never taken from what the session reported: the probe is the breaker's truth.
+      await ensureWritableNow(this.client);
     })();
     attempt.catch(() => {});
     try {
@@ -83,6 +97,8 @@ export class DatabaseBreaker {
   private stopped = false;
   /** When the last probe that succeeded began. */
   private lastAnswer = 0;
+  /** When the last probe on a new connection succeeded. */
+  private lastFreshAnswer = 0;
 
   constructor(
     private readonly probe: DatabaseProbe,
@@ -93,6 +109,12 @@ export class DatabaseBreaker {
   get open(): boolean {
     return this.outage !== undefined;
   }
+
+  /** Calls `then` each time the breaker closes: the database answers, and takes writes, again. */
+  onClose(then: () => void): void {
+    this.closed.push(then);
+  }
+  private readonly closed: Array<() => void> = [];
 
   /** `pool` with every connect and query under the breaker. */
   guard(pool: PostgresPool): PostgresPool {
@@ -164,6 +186,7 @@ export class DatabaseBreaker {
           if (this.waits.delete(wait)) resolve(value);
         },
         (err: unknown) => {
+          if (err instanceof DatabaseUnavailable && isReadOnlyFault(err.cause)) this.readOnly();
           if (this.waits.delete(wait)) reject(err);
         },
       );
@@ -187,15 +210,32 @@ export class DatabaseBreaker {
     }
   }
 
-  private async check(): Promise<void> {
+  /**
+   * A read-only refusal: probes where the database's name points now, unless a probe there
+   * found a writable primary within the last REPROBE_MS (this refusal came on an older
+   * connection, which the pool drops).
+   */
+  private readOnly(): void {
+    if (this.outage || Date.now() - this.lastFreshAnswer < REPROBE_MS) return;
+    void this.check(true);
+  }
+
+  private async check(fresh = false): Promise<void> {
     if (this.probing || this.stopped) return;
     this.probing = true;
     const started = Date.now();
     try {
-      await this.probe.run(PROBE_TIMEOUT_MS);
+      await this.probe.run(PROBE_TIMEOUT_MS, fresh);
       this.lastAnswer = started;
-      if (this.outage) this.log.info('database reachable again');
+      if (fresh) this.lastFreshAnswer = started;
+      const outage = this.outage;
       this.outage = undefined;
+      if (outage) {
+        this.log.info(
+          isReadOnlyFault(outage) ? 'database writable again' : 'database reachable again',
+        );
+        for (const then of this.closed) then();
+      }
     } catch (err) {
       this.trip(err instanceof Error ? err : new Error(String(err)));
       if (!this.stopped) this.reprobe = setTimeout(() => void this.check(), REPROBE_MS).unref();
@@ -208,7 +248,9 @@ export class DatabaseBreaker {
     if (!this.outage)
       this.log.warn(
         { err: cause, waiting: this.waits.size },
-        'database unreachable: failing requests at once until it answers again',
+        isReadOnlyFault(cause)
+          ? 'database read-only (a standby, or a failover under way): failing requests at once until a writable primary answers'
+          : 'database unreachable: failing requests at once until it answers again',
       );
     this.outage = cause;
     const failed = [...this.waits];

@@ -63,7 +63,12 @@ function connectPg(databaseUrl: string, options: ConnectOptions): Db {
   return {
     kysely,
     backend: 'pg',
-    listener: (log) => new PgListener(listenUrl, log, { timeouts: options.timeouts }),
+    listener: (log) => {
+      const listener = new PgListener(listenUrl, log, { timeouts: options.timeouts });
+      // Back from an outage or a failover: LISTEN need not wait out its backoff.
+      breaker.onClose(() => listener.retryNow());
+      return listener;
+    },
     close: () => kysely.destroy(),
   };
 }

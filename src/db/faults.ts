@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { ServiceError } from '../errors.js';
+import { READ_ONLY_SQL_TRANSACTION, ReadOnlyServer } from './writable.js';
 
 /** What a client is told to wait before retrying while the database is unreachable. */
 export const UNAVAILABLE_RETRY_AFTER_MS = 1_000;
@@ -43,7 +44,20 @@ export function isConnectionFault(err: unknown): boolean {
   return CONNECTION_MESSAGES.some((text) => err.message.includes(text));
 }
 
-/** The client's view of a connection fault: coded, retryable, nothing of the cause. */
+/**
+ * True when `err` is a server that does not take writes: a refusal (SQLSTATE 25006, "cannot
+ * execute INSERT in a read-only transaction", "cannot execute LISTEN during recovery") or a
+ * connection found on such a server. During a failover the name of the database points for a
+ * while at a standby not yet promoted: a fault of the database, like an unreachable one.
+ */
+export function isReadOnlyFault(err: unknown): boolean {
+  return (
+    err instanceof ReadOnlyServer ||
+    (err instanceof Error && (err as { code?: unknown }).code === READ_ONLY_SQL_TRANSACTION)
+  );
+}
+
+/** The client's view of a database fault: coded, retryable, nothing of the cause. */
 export class DatabaseUnavailable extends ServiceError {
   constructor(override readonly cause: Error) {
     super('SERVICE_UNAVAILABLE', 'The database is unavailable; try again shortly.', {
@@ -53,7 +67,7 @@ export class DatabaseUnavailable extends ServiceError {
 }
 
 /**
- * Turns connection faults into `DatabaseUnavailable` (every face answers it as
+ * Turns connection and read-only faults into `DatabaseUnavailable` (every face answers it as
  * SERVICE_UNAVAILABLE) and logs their cause, at most once a second with a count of the rest,
  * so an outage under load does not flood the log. Other errors pass unchanged.
  */
@@ -61,7 +75,8 @@ export function faultClassifier(log: Logger): (err: unknown) => unknown {
   let lastLoggedAt = 0;
   let unlogged = 0;
   return (err) => {
-    if (err instanceof DatabaseUnavailable || !isConnectionFault(err)) return err;
+    if (err instanceof DatabaseUnavailable || !(isConnectionFault(err) || isReadOnlyFault(err)))
+      return err;
     const now = Date.now();
     if (now - lastLoggedAt >= 1_000) {
       log.warn({ err, alsoSince: unlogged }, 'database unavailable');

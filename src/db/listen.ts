@@ -1,7 +1,8 @@
 import type { PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import { clientConfig, type PgTimeouts } from './pg-pool.js';
+import { ensureWritable, ReportingClient } from './writable.js';
 
 export interface ListenHandlers {
   notify(channel: string, payload: string): void;
@@ -30,6 +31,8 @@ export interface PgListenerOptions {
  * LISTEN over a dedicated pg client. TCP keepalive and a periodic `select 1` catch a
  * half-open connection, which otherwise looks healthy while no notification ever arrives;
  * any failure reconnects with jittered exponential backoff and then reports `reconnected`.
+ * It listens on a writable primary only, where the writes and their NOTIFY happen: a standby
+ * (during a failover) refuses LISTEN, and a connection found read-only is dropped and retried.
  */
 export class PgListener implements Listener {
   private client: pg.Client | undefined;
@@ -62,12 +65,13 @@ export class PgListener implements Listener {
 
   private async connect(): Promise<void> {
     // A black hole must not hold a reconnect (or a LISTEN) forever: both are bounded.
-    const client = new pg.Client(clientConfig(this.databaseUrl, this.timeouts));
+    const client = new ReportingClient(clientConfig(this.databaseUrl, this.timeouts));
     client.on('notification', (msg) => this.handlers?.notify(msg.channel, msg.payload ?? ''));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('listening connection ended')));
     try {
       await client.connect();
+      await ensureWritable(client);
       for (const channel of this.channels) await client.query(`listen "${channel}"`);
     } catch (err) {
       client.removeAllListeners('end');
@@ -122,18 +126,32 @@ export class PgListener implements Listener {
     const [min, max] = this.backoffMs;
     const delay = Math.min(max, min * 2 ** this.failures) * (0.5 + Math.random() / 2);
     this.failures++;
-    this.retry = setTimeout(async () => {
+    this.retry = setTimeout(() => void this.reconnect(), delay);
+  }
+
+  private async reconnect(): Promise<void> {
+    this.retry = undefined;
+    if (this.stopped) return;
+    try {
+      await this.connect();
       if (this.stopped) return;
-      try {
-        await this.connect();
-        if (this.stopped) return;
-        this.log.info('listening connection restored');
-        this.handlers?.reconnected();
-      } catch (err) {
-        this.log.warn({ err }, 'listening connection could not be restored; retrying');
-        this.scheduleReconnect();
-      }
-    }, delay);
+      this.log.info('listening connection restored');
+      this.handlers?.reconnected();
+    } catch (err) {
+      this.log.warn({ err }, 'listening connection could not be restored; retrying');
+      this.scheduleReconnect();
+    }
+  }
+
+  /**
+   * Reconnects now if a reconnect is waiting out its backoff: the database is known to be back
+   * (the breaker closed), so notifications resume without waiting up to the longest backoff.
+   */
+  retryNow(): void {
+    if (this.stopped || this.retry === undefined) return;
+    clearTimeout(this.retry);
+    this.failures = 0;
+    void this.reconnect();
   }
 
   async stop(): Promise<void> {

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { type PostgresPool, type PostgresPoolClient, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { faultClassifier } from './faults.js';
+import { faultClassifier, isReadOnlyFault } from './faults.js';
+import { ensureWritable, ReportingClient } from './writable.js';
 
 export interface PgTimeouts {
   /** Server-side `statement_timeout`, and the client-side wait for any one answer. */
@@ -77,7 +78,11 @@ function preparedName(text: string): string | undefined {
  *   result type", as a process still running while a newer one migrates would see) is sent
  *   again unnamed, parsed afresh, and the connection is dropped on release, so that the pool
  *   replaces it with one that prepares against the new schema;
- * - connection faults are classified at this one place, for every face.
+ * - a connection is used only once it has proved to be on a server that takes writes
+ *   (`ensureWritable`), and one that meets a read-only refusal (the server was, or became, a
+ *   standby: a failover) is dropped on release, never reused: after a failover, only
+ *   connections to the writable primary stay;
+ * - connection and read-only faults are classified at this one place, for every face.
  */
 export function guardedPool(
   databaseUrl: string,
@@ -85,7 +90,11 @@ export function guardedPool(
 ): { pool: PostgresPool; raw: pg.Pool } {
   const { log, preparedStatements } = options;
   const classify = faultClassifier(log);
-  const raw = new pg.Pool({ ...clientConfig(databaseUrl, options), max: options.max });
+  const raw = new pg.Pool({
+    ...clientConfig(databaseUrl, options),
+    max: options.max,
+    Client: ReportingClient,
+  });
   // pg-pool's own listener covers idle clients only; it is removed while one is checked out.
   raw.on('connect', (client) => {
     client.on('error', (err) => log.warn({ err }, 'database connection lost'));
@@ -96,6 +105,8 @@ export function guardedPool(
   const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   /** Connections holding a prepared statement planned against an older schema. */
   const stale = new WeakSet<pg.PoolClient>();
+  /** Connections a read-only server refused a statement on, with the refusal. */
+  const refused = new WeakMap<pg.PoolClient, unknown>();
   const wrap = (client: pg.PoolClient): PostgresPoolClient => {
     let guarded = wrapped.get(client);
     if (guarded) return guarded;
@@ -120,10 +131,18 @@ export function guardedPool(
         } catch (err) {
           if (err instanceof Error && err.message === 'Query read timeout')
             void client.end().catch(() => {});
+          if (isReadOnlyFault(err)) refused.set(client, err);
+          // A transaction a refusal aborted: the refusal says why the rest fails.
+          else if (
+            (err as { code?: unknown } | null)?.code === IN_FAILED_TRANSACTION &&
+            refused.has(client)
+          )
+            throw classify(refused.get(client));
           throw classify(err);
         }
       }) as unknown as PostgresPoolClient['query'],
-      release: (destroy) => client.release(destroy || stale.has(client) || undefined),
+      release: (destroy) =>
+        client.release(destroy || stale.has(client) || refused.has(client) || undefined),
     };
     wrapped.set(client, guarded);
     return guarded;
@@ -133,9 +152,16 @@ export function guardedPool(
     raw,
     pool: {
       async connect() {
+        let client: pg.PoolClient | undefined;
         try {
-          return wrap(await raw.connect());
+          client = await raw.connect();
+          const known = wrapped.get(client);
+          if (known) return known;
+          // A new connection: to a writable server, or not kept.
+          await ensureWritable(client);
+          return wrap(client);
         } catch (err) {
+          client?.release(true);
           throw classify(err);
         }
       },

@@ -14,6 +14,9 @@ import { createServer, type Server, Socket } from 'node:net';
  *   happens) and nothing comes back, on open connections and on new ones (which then never
  *   finish connecting): an answer lost after the commit.
  * - `restore()`: traffic flows again; what was held back is delivered, as TCP retransmits it.
+ * - `retarget(url)`: new connections go to another server from now on, as when a DNS name or
+ *   a virtual IP moves in a failover; open ones stay with the server they reached, or, with
+ *   `cut`, are reset as the move happens (the old server crashed, or a proxy dropped them).
  *
  * While traffic is held the proxy notes which connections have something to send (a query
  * that will get no answer), so a test can wait for queries to be in flight instead of sleeping.
@@ -35,6 +38,8 @@ export interface TcpProxy {
   blackhole(): void;
   deafen(): void;
   restore(): void;
+  /** New connections go to the Postgres server of `databaseUrl` (loopback); see above. */
+  retarget(databaseUrl: string, options?: { cut?: boolean }): void;
   close(): Promise<void>;
 }
 
@@ -45,15 +50,29 @@ interface Pair {
   stalled: boolean;
 }
 
-/** A proxy in front of the Postgres server of `databaseUrl`. */
-export function proxyFor(databaseUrl: string): Promise<TcpProxy> {
-  const target = new URL(databaseUrl);
-  return startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+interface Target {
+  host: string;
+  port: number;
 }
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+function serverOf(databaseUrl: string): Target {
+  const url = new URL(databaseUrl);
+  return { host: url.hostname, port: Number(url.port || 5432) };
+}
+
+function loopbackOnly(target: Target): Target {
   if (target.host !== '127.0.0.1' && target.host !== 'localhost' && target.host !== '::1')
     throw new Error(`the test proxy forwards to loopback only, not ${target.host}`);
+  return target;
+}
+
+/** A proxy in front of the Postgres server of `databaseUrl`. */
+export function proxyFor(databaseUrl: string): Promise<TcpProxy> {
+  return startTcpProxy(serverOf(databaseUrl));
+}
+
+export async function startTcpProxy(first: Target): Promise<TcpProxy> {
+  let target = loopbackOnly(first);
   const pairs = new Set<Pair>();
   let holding = false;
   let deaf = false;
@@ -87,6 +106,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const deafen = ({ client, upstream }: Pair) => {
     upstream.unpipe(client);
     upstream.pause();
+  };
+
+  const reset = () => {
+    for (const pair of [...pairs]) {
+      pairs.delete(pair);
+      pair.client.resetAndDestroy();
+      pair.upstream.resetAndDestroy();
+    }
+    changes.emit('change');
   };
 
   const server: Server = createServer({ pauseOnConnect: true }, (client) => {
@@ -140,14 +168,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     async until(condition) {
       while (!condition()) await once(changes, 'change');
     },
-    reset() {
-      for (const pair of [...pairs]) {
-        pairs.delete(pair);
-        pair.client.resetAndDestroy();
-        pair.upstream.resetAndDestroy();
-      }
-      changes.emit('change');
-    },
+    reset,
     blackhole() {
       holding = true;
       for (const pair of pairs) hold(pair);
@@ -160,6 +181,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       holding = false;
       deaf = false;
       for (const pair of pairs) if (pair.upstream.readyState === 'open') flow(pair);
+    },
+    retarget(databaseUrl, { cut = false } = {}) {
+      target = loopbackOnly(serverOf(databaseUrl));
+      if (cut) reset();
     },
     close() {
       for (const pair of [...pairs]) {
