@@ -133,7 +133,7 @@ export const TaskKindRef = builder.objectRef<TaskKind>('TaskKind').implement({
   }),
 });
 
-const PageInfoRef = builder
+export const PageInfoRef = builder
   .objectRef<{
     hasNextPage: boolean;
     hasPreviousPage: boolean;
