@@ -240,7 +240,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       ...(servesApi && mcp
         ? [
             ...(config.graphiql ? [createGraphiQLHandler({ devToken })] : []),
-            createRestHandler({ tasks, verifier, log }),
+            createRestHandler({ tasks, schedules, verifier, log }),
             mcp.handle,
             createA2AHandler({
               tasks,
