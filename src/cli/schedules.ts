@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import type { ClientSchedule, ClientTask, TaskhandleClient } from '../client/index.js';
 import { CliError } from './errors.js';
-import { describeTask, span } from './format.js';
+import { columns, describeTask, span } from './format.js';
 import { collectLabel } from './many.js';
 
 /** What `taskhandle schedule …` borrows from the program: its connection and its output. */
@@ -48,15 +48,7 @@ export function scheduleTable(schedules: readonly ClientSchedule[]): string {
       s.lastTask ? s.lastTask.status : '-',
     ]),
   ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows
-    .map((r) =>
-      r
-        .map((cell, i) => cell.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return columns(rows);
 }
 
 function integer(value: string, what: string): number {

@@ -2,7 +2,7 @@ import { toActor } from '../../auth/principal.js';
 import { type Schedule, scheduleCursor } from '../../schedules/schedule.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
 import { builder, type Context } from './builder.js';
-import { actor, PageInfoRef, TaskRef } from './task.js';
+import { actor, connectionOf, PageInfoRef, TaskRef } from './task.js';
 import { managedWork, RetryPolicyInput } from './work-input.js';
 
 /** DESIGN §17: the Schedule type, its queries and mutations, and `Task.scheduleKey`. */
@@ -166,16 +166,7 @@ builder.queryFields((t) => ({
         after: args.after ?? null,
         owner: args.owner ?? null,
       });
-      const edges = page.schedules.map((node) => ({ cursor: scheduleCursor(node), node }));
-      return {
-        edges,
-        pageInfo: {
-          hasNextPage: page.hasNextPage,
-          hasPreviousPage: args.after != null,
-          startCursor: edges[0]?.cursor ?? null,
-          endCursor: page.endCursor,
-        },
-      };
+      return connectionOf(page.schedules, scheduleCursor, page.hasNextPage, args.after);
     },
   }),
 }));

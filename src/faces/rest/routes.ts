@@ -15,6 +15,7 @@ import type { Task } from '../../tasks/task.js';
 import { isTaskId } from '../../tasks/validation.js';
 import { filterOfQuery } from './filter.js';
 import { manyRoutes } from './many.js';
+import { pageHeaders } from './paging.js';
 import { scheduleRoutes } from './schedules.js';
 import { managedWorkOf } from './work-body.js';
 
@@ -133,17 +134,11 @@ export function createRestHandler(options: RestOptions) {
         filter: filterOfQuery(url.searchParams),
       });
       const nextCursor = page.hasNextPage ? page.endCursor : null;
-      const headers: Record<string, string> = {};
-      if (nextCursor) {
-        const next = new URL(url);
-        next.searchParams.set('cursor', nextCursor);
-        headers.link = `<${next.pathname}${next.search}>; rel="next"`;
-      }
       return sendJson(
         res,
         200,
         { tasks: page.tasks.map((t) => reportOf(t, actor)), nextCursor },
-        headers,
+        pageHeaders(url, nextCursor),
       );
     }
     if (parts.length === 3 && id && method === 'POST') {

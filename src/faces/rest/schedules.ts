@@ -9,6 +9,7 @@ import type { Operation } from '../../tasks/scopes.js';
 import type { Actor } from '../../tasks/service.js';
 import type { Task } from '../../tasks/task.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
+import { pageHeaders } from './paging.js';
 import { managedWorkOf } from './work-body.js';
 
 /** What the REST face lends these routes: the same checks and shapes as its own. */
@@ -115,14 +116,8 @@ export function scheduleRoutes(deps: ScheduleRouteDeps) {
         owner,
       });
       const nextCursor = page.hasNextPage ? page.endCursor : null;
-      const headers: Record<string, string> = {};
-      if (nextCursor) {
-        const next = new URL(url);
-        next.searchParams.set('cursor', nextCursor);
-        headers.link = `<${next.pathname}${next.search}>; rel="next"`;
-      }
       const views = page.schedules.map((s) => scheduleView(s, actor));
-      return sendJson(res, 200, { schedules: views, nextCursor }, headers);
+      return sendJson(res, 200, { schedules: views, nextCursor }, pageHeaders(url, nextCursor));
     }
     if (parts.length === 3 && key !== undefined && method === 'GET') {
       const actor = await actorFor(req, 'schedule');
