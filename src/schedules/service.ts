@@ -228,9 +228,14 @@ export class ScheduleService {
     );
   }
 
-  /** The last task the schedule started, as `actor` may see it; null once it expired. */
+  /**
+   * The last task the schedule started, as `actor` may see it; null once it expired. A field
+   * of a schedule the actor has read: no audit line or rate limit of its own.
+   */
   lastTask(actor: Actor, schedule: Schedule): Promise<Task | null> {
-    return schedule.lastTaskId ? this.tasks.get(actor, schedule.lastTaskId) : Promise.resolve(null);
+    return schedule.lastTaskId
+      ? this.tasks.related(actor, schedule.lastTaskId)
+      : Promise.resolve(null);
   }
 
   private ownerOf(actor: Actor, owner: string | null | undefined): string {

@@ -200,3 +200,33 @@ describe('schedules over GraphQL', () => {
     expect((await upsert({ key: 'the-1000th', cron: '@weekly' }, carol)).errors).toBeUndefined();
   });
 });
+
+describe('a list of schedules under a rate limit', () => {
+  let t: TestApp;
+  afterAll(() => t?.stop());
+
+  it('costs one operation, however many last tasks it shows', async () => {
+    t = await startTestApp({
+      kinds: [hold],
+      env: { RATE_LIMIT_RPS: '0.01', RATE_LIMIT_BURST: '12' },
+    });
+    const alice = await t.token('alice');
+    for (const key of ['a', 'b', 'c', 'd', 'e']) {
+      await t.gql(UPSERT, { input: { key, kind: 'hold', cron: '@daily' } }, alice);
+      await t.gql(`mutation { triggerSchedule(key: "${key}") { id } }`, {}, alice);
+    }
+    const listed = await t.gql(
+      '{ schedules { edges { node { key lastTask { id scheduleKey } } } } }',
+      {},
+      alice,
+    );
+    expect(listed.errors).toBeUndefined();
+    expect(listed.data.schedules.edges.map((e: any) => e.node.lastTask.scheduleKey)).toEqual([
+      'a',
+      'b',
+      'c',
+      'd',
+      'e',
+    ]);
+  });
+});
