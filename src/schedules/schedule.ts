@@ -69,9 +69,14 @@ export const MAX_SCHEDULES_PER_OWNER = 1_000;
 
 const KEY = /^[\x20-\x7e]{1,128}$/;
 
+/** Whether `key` has the shape of a schedule key (says nothing of whether one exists). */
+export function isScheduleKey(key: unknown): key is string {
+  return typeof key === 'string' && KEY.test(key);
+}
+
 /** @throws ServiceError BAD_USER_INPUT for a key that is not 1..128 printable characters */
 export function checkKey(key: unknown): string {
-  if (typeof key !== 'string' || !KEY.test(key))
+  if (!isScheduleKey(key))
     throw new ServiceError(
       'BAD_USER_INPUT',
       'A schedule key is 1 to 128 printable ASCII characters.',

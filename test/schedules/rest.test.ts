@@ -129,6 +129,15 @@ describe('schedules over REST', () => {
     expect(readOnly.status).toBe(403);
     expect((await call('GET', '/v1/schedules', {})).status).toBe(401);
     expect((await call('GET', '/v1/schedules/p-1', { token: alice })).status).toBe(404);
+    expect((await call('GET', '/v1/schedules/%C3%A9t%C3%A9', { token: alice })).status).toBe(404);
+    expect(
+      (
+        await call('PUT', '/v1/schedules/%C3%A9t%C3%A9', {
+          token: alice,
+          body: { cron: '@daily', kind: 'hold' },
+        })
+      ).status,
+    ).toBe(422);
     expect((await call('GET', '/v1/schedules/p-1?owner=bob', { token: alice })).status).toBe(403);
     const asAdmin = await call('GET', '/v1/schedules/p-1?owner=bob', { token: admin });
     expect(asAdmin.status).toBe(200);

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { notFound, ServiceError } from '../../errors.js';
 import { sendJson, sendProblem } from '../../http/problem.js';
 import { sendMethodNotAllowed } from '../../http/refusal.js';
-import type { Schedule, ScheduleRequest } from '../../schedules/schedule.js';
+import { isScheduleKey, type Schedule, type ScheduleRequest } from '../../schedules/schedule.js';
 import type { ScheduleService } from '../../schedules/service.js';
 import { handleOf } from '../../tasks/handle.js';
 import type { Operation } from '../../tasks/scopes.js';
@@ -106,6 +106,9 @@ export function scheduleRoutes(deps: ScheduleRouteDeps) {
     } catch {
       throw notFound('Schedule');
     }
+    // A path that cannot name a schedule names none (404), as for tasks; saving one there is
+    // a bad key (422).
+    if (key !== undefined && method !== 'PUT' && !isScheduleKey(key)) throw notFound('Schedule');
 
     if (parts.length === 2 && method === 'GET') {
       const actor = await actorFor(req, 'schedules');
