@@ -60,8 +60,14 @@ export class Timetable {
     if (typeof cron !== 'string' || cron.trim() === '' || cron.length > MAX_CRON_LENGTH)
       refuse(`cron must be five fields or one of ${[...NICKNAMES].join(', ')}.`);
     const expression = cron.trim().replace(/\s+/g, ' ');
-    if (expression.startsWith('@') && !NICKNAMES.has(expression.toLowerCase()))
-      refuse(`cron ${JSON.stringify(cron)}: the nicknames are ${[...NICKNAMES].join(', ')}.`);
+    if (expression.startsWith('@')) {
+      if (!NICKNAMES.has(expression.toLowerCase()))
+        refuse(`cron ${JSON.stringify(cron)}: the nicknames are ${[...NICKNAMES].join(', ')}.`);
+    } else if (expression.split(' ').length !== 5) {
+      refuse(
+        `cron ${JSON.stringify(cron)} has ${expression.split(' ').length} fields; five are needed (minute hour day-of-month month day-of-week), or one of ${[...NICKNAMES].join(', ')}.`,
+      );
+    }
     let timetable: Timetable;
     try {
       timetable = new Timetable(expression, zone);

@@ -80,7 +80,8 @@ describe('a schedule’s occurrences', () => {
     };
     expect(refusal('61 * * * *')).toMatchObject({ code: 'BAD_USER_INPUT' });
     expect(refusal('61 * * * *')?.message).toContain('cron "61 * * * *"');
-    expect(refusal('0 * * * * *')?.message).toContain('cron "0 * * * * *"'); // six fields
+    expect(refusal('0 * * * * *')?.message).toContain('cron "0 * * * * *" has 6 fields; five');
+    expect(refusal('* * *')?.message).toContain('has 3 fields');
     expect(refusal('@yearly')?.message).toContain('@hourly, @daily, @weekly, @monthly');
     expect(refusal('0 0 31 2 *')?.message).toContain('never occurs');
     expect(refusal('0 0 * * *', 'Mars/Olympus')?.message).toContain('timezone "Mars/Olympus"');
