@@ -1,7 +1,7 @@
 import { toActor } from '../../auth/principal.js';
 import { type Schedule, scheduleCursor } from '../../schedules/schedule.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
-import { builder, type Context } from './builder.js';
+import { builder, type Context, scopeOf } from './builder.js';
 import { actor, connectionOf, PageInfoRef, TaskRef } from './task.js';
 import { managedWork, RetryPolicyInput } from './work-input.js';
 
@@ -146,7 +146,7 @@ builder.queryFields((t) => ({
     type: ScheduleRef,
     nullable: true,
     description: 'null: no such schedule of yours.',
-    authScopes: { read: true },
+    authScopes: scopeOf('schedule'),
     args: { key: t.arg.string({ required: true }), owner: t.arg.string({ description: OWNER }) },
     resolve: (_root, { key, owner }, context) =>
       context.schedules.get(actor(context), key, owner ?? null),
@@ -154,7 +154,7 @@ builder.queryFields((t) => ({
   schedules: t.field({
     type: ScheduleConnectionRef,
     description: 'Your schedules by key. Admins may name another principal with `owner`.',
-    authScopes: { read: true },
+    authScopes: scopeOf('schedules'),
     args: {
       first: t.arg.int(),
       after: t.arg.string(),
@@ -176,7 +176,7 @@ builder.mutationFields((t) => ({
     type: ScheduleRef,
     description:
       'Creates or replaces your schedule `input.key`; each occurrence starts one task (at most 1 000 schedules an owner).',
-    authScopes: { write: true },
+    authScopes: scopeOf('upsertSchedule'),
     args: {
       input: t.arg({ type: ScheduleInput, required: true }),
       owner: t.arg.string({ description: OWNER }),
@@ -207,7 +207,7 @@ builder.mutationFields((t) => ({
   deleteSchedule: t.field({
     type: 'Boolean',
     description: 'false: no such schedule. The tasks it started stay.',
-    authScopes: { write: true },
+    authScopes: scopeOf('deleteSchedule'),
     args: { key: t.arg.string({ required: true }), owner: t.arg.string({ description: OWNER }) },
     resolve: (_root, { key, owner }, context) =>
       context.schedules.remove(actor(context), key, owner ?? null),
@@ -215,7 +215,7 @@ builder.mutationFields((t) => ({
   pauseSchedule: t.field({
     type: ScheduleRef,
     description: 'Pauses, or resumes from the next occurrence after now (paused: false).',
-    authScopes: { write: true },
+    authScopes: scopeOf('pauseSchedule'),
     args: {
       key: t.arg.string({ required: true }),
       paused: t.arg.boolean({ required: true }),
@@ -227,7 +227,7 @@ builder.mutationFields((t) => ({
   triggerSchedule: t.field({
     type: TaskRef,
     description: 'Starts the schedule’s task now, out of turn; its next occurrence stays.',
-    authScopes: { write: true },
+    authScopes: scopeOf('triggerSchedule'),
     args: { key: t.arg.string({ required: true }), owner: t.arg.string({ description: OWNER }) },
     resolve: (_root, { key, owner }, context) =>
       context.schedules.trigger(actor(context), key, owner ?? null),
