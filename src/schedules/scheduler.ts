@@ -94,20 +94,20 @@ export class Scheduler {
     this.rereadOnly = true;
     const kinds = this.options.tasks.listKinds().map((kind) => kind.name);
     try {
-      let lockedAll = false;
+      /** When the pass last looked for what is due (null: it did not). */
+      let lookedAt: number | null = null;
       if (fire) {
         const context = { ...this.options, kinds };
         for (;;) {
-          const now = this.clock.now();
-          const fired = await fireDue(context, now, BATCH);
-          lockedAll = fired < BATCH;
-          if (lockedAll || this.closed) break;
+          lookedAt = this.clock.now();
+          const fired = await fireDue(context, lookedAt, BATCH);
+          if (fired < BATCH || this.closed) break;
         }
       }
       const next = await earliest(this.options.db, kinds);
       this.failures = 0;
       if (this.closed) return;
-      this.arm(next?.getTime() ?? null, fire && lockedAll);
+      this.arm(next?.getTime() ?? null, lookedAt);
     } catch (err) {
       const [min, max] = FAILURE_BACKOFF_MS;
       const delay = Math.min(max, min * 2 ** this.failures++);
@@ -120,17 +120,18 @@ export class Scheduler {
   }
 
   /**
-   * Sets the one timer for `next`. An occurrence already due after a pass that fired all it
-   * could lock is another process's to fire: looked at again in a while, unless its commit's
-   * NOTIFY comes first.
+   * Sets the one timer for `next`. An occurrence that was due when the pass looked
+   * (`lookedAt`) and is due still was locked by another process, which fires it: looked at
+   * again in a while, unless that commit's NOTIFY comes first. One that fell due since is
+   * fired at once.
    */
-  private arm(next: number | null, firedAllDue: boolean): void {
+  private arm(next: number | null, lookedAt: number | null): void {
     this.cancelTimer?.();
     this.cancelTimer = undefined;
     clearTimeout(this.retryTimer);
     const now = this.clock.now();
     if (next !== null && next <= now) {
-      if (firedAllDue) this.retryLater(LOCKED_RETRY_MS);
+      if (lookedAt !== null && next <= lookedAt) this.retryLater(LOCKED_RETRY_MS);
       else this.wake(true);
       return;
     }
