@@ -40,6 +40,7 @@ const { task } = await app.tasks.start(
 const yoga = createYogaServer({
   schema,
   tasks: app.tasks,
+  schedules: app.schedules,
   verifier: app.verifier,
   log,
   production: true,

@@ -30,6 +30,9 @@ import { builtInKinds } from './kinds/index.js';
 import { createLogger } from './log.js';
 import { registerEventHubSeries } from './metrics/event-hub.js';
 import { Metrics } from './metrics/metrics.js';
+import type { Clock } from './schedules/clock.js';
+import { Scheduler } from './schedules/scheduler.js';
+import { ScheduleService } from './schedules/service.js';
 import { TaskEvents } from './tasks/events/hub.js';
 import { KindRegistry, type TaskKind } from './tasks/kinds.js';
 import { Purger } from './tasks/purge.js';
@@ -61,6 +64,11 @@ export interface AppOptions {
    * `dumpDataDir` wrote it (say, already migrated), instead of an empty cluster.
    */
   pgliteDataDir?: Blob;
+  /**
+   * The time schedules fire by (DESIGN §17); every process over one database must agree on
+   * it. @default the wall clock
+   */
+  scheduleClock?: Clock;
 }
 
 export interface App {
@@ -73,6 +81,9 @@ export interface App {
   readonly purger: Purger | undefined;
   /** Webhook delivery (DESIGN §11): in worker and all processes. */
   readonly deliverer: Deliverer | undefined;
+  /** Schedules (DESIGN §17): the operations, and their firing in worker and all processes. */
+  readonly schedules: ScheduleService;
+  readonly scheduler: Scheduler | undefined;
   readonly verifier: TokenVerifier;
   /** The process's Prometheus series; also the TaskObserver the domain reports to. */
   readonly metrics: Metrics;
@@ -149,6 +160,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     new RateLimiter(config.limits),
   );
 
+  const schedules = new ScheduleService(db.kysely, tasks, options.scheduleClock);
+
   const metrics = new Metrics({ db: db.kysely, log, token: config.metricsToken });
   events.onReconnect(() => metrics.listenReconnected());
   registerEventHubSeries(metrics.registry, events);
@@ -175,6 +188,9 @@ export async function createApp(options: AppOptions): Promise<App> {
         onBatch: (rows) => metrics.purgeBatch(rows),
       })
     : undefined;
+  const scheduler = runsTasks
+    ? new Scheduler({ db: db.kysely, tasks, events, log, clock: options.scheduleClock })
+    : undefined;
   const formats: Partial<Record<'a2a', BodyFormat>> = { a2a: a2aPushBody };
   const deliverer = runsTasks
     ? new Deliverer({
@@ -193,6 +209,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ? createYogaServer({
         schema,
         tasks,
+        schedules,
         verifier,
         log,
         production: config.production,
@@ -223,7 +240,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       ...(servesApi && mcp
         ? [
             ...(config.graphiql ? [createGraphiQLHandler({ devToken })] : []),
-            createRestHandler({ tasks, verifier, log }),
+            createRestHandler({ tasks, schedules, verifier, log }),
             mcp.handle,
             createA2AHandler({
               tasks,
@@ -248,6 +265,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   runner?.start();
   purger?.start();
   deliverer?.start();
+  scheduler?.start();
 
   let stopping: Promise<void> | undefined;
   return {
@@ -259,6 +277,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     runner,
     purger,
     deliverer,
+    schedules,
+    scheduler,
     verifier,
     metrics,
     devToken,
@@ -280,6 +300,8 @@ export async function createApp(options: AppOptions): Promise<App> {
             log.warn({ err: coerceError(err) }, `stopping: ${what} failed`);
           }
         };
+        // No task is started here once stopping has begun.
+        await step('schedules', () => scheduler?.stop());
         // Handlers and webhook attempts share one grace period.
         await Promise.all([
           step('runner', () => runner?.stop(config.tasks.shutdownGraceMs)),

@@ -1,10 +1,12 @@
 // The dashboard: sign-in, the caller's tasks live (list.js) under a filter (filter.js), one
-// task in detail (detail.js), starting (start.js), cancelling, answering and running again.
+// task in detail (detail.js), starting (start.js), cancelling, answering and running again,
+// and the schedules with their next and last runs (schedules.js).
 import { Api, claimsOf } from './api.js';
 import { closeDetail } from './detail.js';
 import { initFilter, showFilter, writeAddress } from './filter.js';
 import { loadList, stopWatching, tickAll, watchList } from './list.js';
 import { $, state } from './page.js';
+import { loadSchedules, tickSchedules } from './schedules.js';
 import { renderKind, showKinds, start } from './start.js';
 
 const devToken = document.querySelector('meta[name="taskhandle-dev-token"]')?.content;
@@ -59,6 +61,7 @@ async function signIn(token) {
   show(true);
   closeDetail();
   watchList();
+  loadSchedules();
 }
 
 $('sign-in').addEventListener('submit', (event) => {
@@ -77,11 +80,15 @@ $('owner-form').addEventListener('submit', (event) => {
   writeAddress();
   closeDetail();
   watchList();
+  loadSchedules();
 });
 $('kind').addEventListener('change', renderKind);
 $('start-form').addEventListener('submit', start);
 $('close-detail').addEventListener('click', closeDetail);
-setInterval(tickAll, 1000);
+setInterval(() => {
+  tickAll();
+  tickSchedules();
+}, 1000);
 initFilter((navigated) => {
   if (!state.api) return;
   if (navigated) {
@@ -91,6 +98,7 @@ initFilter((navigated) => {
     $('owner').value = state.owner ?? '';
   }
   watchList();
+  loadSchedules();
 });
 
 // Development signs in as `dev` (the server put its token in the page); otherwise this tab's token.

@@ -51,6 +51,7 @@ export function renderDetail(task) {
   if (workNote(task)) facts.push(['Attempts', workNote(task)]);
   if (task.owner) facts.push(['Owner', task.owner]);
   if (Object.keys(task.labels ?? {}).length) facts.push(['Labels', labelChips(task.labels)]);
+  if (task.scheduleKey) facts.push(['Schedule', task.scheduleKey]);
   if (task.retryOf)
     facts.push([
       'Runs again',

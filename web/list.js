@@ -4,6 +4,7 @@ import { TASK } from './api.js';
 import { openDetail, renderDetail } from './detail.js';
 import { addLabel, filtering, filterRefused, shown, taskFilter } from './filter.js';
 import { $, flash, state } from './page.js';
+import { scheduleTaskSeen } from './schedules.js';
 import {
   h,
   isFinal,
@@ -80,6 +81,7 @@ export function upsert(task) {
   } else if (!row) updateRow(addRow(current), current, undefined);
   else if (newer) updateRow(row, current, known);
   if (newer && state.selected === task.id) renderDetail(current);
+  if (newer && task.scheduleKey) scheduleTaskSeen(task);
 }
 
 function removeRow(id, row) {

@@ -61,6 +61,11 @@ export function table(tasks: readonly ClientTask[]): string {
       t.statusMessage ?? '',
     ]),
   ];
+  return columns(rows);
+}
+
+/** Rows of cells as aligned columns, two spaces apart. */
+export function columns(rows: readonly string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows
     .map((r) =>

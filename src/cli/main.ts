@@ -12,6 +12,7 @@ import { loadConfig } from '../config/config.js';
 import { CliError, explain } from './errors.js';
 import { describeTask, table } from './format.js';
 import { collectLabel, readStartLines, retryTask, startBatch } from './many.js';
+import { scheduleCommand } from './schedules.js';
 import { mintConfiguredToken } from './token.js';
 import { watchTask } from './watch.js';
 
@@ -200,6 +201,16 @@ export function program(): Command {
       else
         for (const k of taskKinds) process.stdout.write(`${k.name.padEnd(10)} ${k.description}\n`);
     });
+
+  cli.addCommand(
+    scheduleCommand({
+      connect: (cmd) => connect(globals(cmd)),
+      print: (cmd, value, human) => print(globals(cmd), value, human),
+      json: (cmd) => wantsJson(globals(cmd)),
+      parseJson,
+      watch: (client, id, cmd) => watch(client, id, globals(cmd)),
+    }),
+  );
 
   cli
     .command('token')

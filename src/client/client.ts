@@ -1,5 +1,6 @@
 import { ClientError } from './errors.js';
 import { TaskHandle } from './handle.js';
+import { type ScheduleClient, scheduleClient } from './schedules.js';
 import {
   type ClientTask,
   type InputOf,
@@ -75,6 +76,8 @@ export interface TaskhandleClient<Kinds extends KindMap = KindMap> {
   list(filter?: ListFilter): Promise<TaskList>;
   /** The kinds the server runs. */
   kinds(): Promise<KindInfo[]>;
+  /** Recurring work: each occurrence of a schedule's cron starts one task. */
+  readonly schedules: ScheduleClient;
   /** One GraphQL operation over HTTP, for what the methods above do not cover. */
   request<T>(query: string, variables?: Record<string, unknown>): Promise<T>;
   /** Closes the WebSocket (following stops); HTTP needs no closing. */
@@ -151,6 +154,7 @@ export function createClient<Kinds extends KindMap = KindMap>(
       );
       return taskKinds;
     },
+    schedules: scheduleClient(transport),
     request: (query, variables) => transport.request(query, variables),
     close: () => transport.close(),
   };

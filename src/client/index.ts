@@ -11,6 +11,13 @@ export {
 export { ClientError, TaskCancelled, TaskFailed } from './errors.js';
 export { type FollowOptions, TaskHandle } from './handle.js';
 export type {
+  ClientSchedule,
+  OwnerOption,
+  ScheduleClient,
+  ScheduleInput,
+  ScheduleList,
+} from './schedules.js';
+export type {
   ClientInputRequest,
   ClientTask,
   InputOf,

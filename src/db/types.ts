@@ -68,6 +68,8 @@ export interface TasksTable {
   retry_of: string | null;
   /** DESIGN §13: the W3C traceparent of the start request, when it was traced (0006). */
   trace_parent: string | null;
+  /** DESIGN §17: the schedule that started this task, if any (0009). */
+  schedule_key: Defaulted<string | null>;
 }
 
 export type TaskRow = Selectable<TasksTable>;
@@ -117,6 +119,31 @@ export interface TaskLabelsTable {
   task_id: string;
 }
 
+/** A schedule (DESIGN §17, migrations/0009_schedules.sql): one row per owner and key. */
+export interface SchedulesTable {
+  owner: string;
+  key: string;
+  cron: string;
+  timezone: string;
+  kind: string;
+  input: Json;
+  missed: 'skip' | 'once' | 'all';
+  overlap: 'allow' | 'skip';
+  paused: boolean;
+  priority: number | null;
+  labels: Record<string, string> | null;
+  retry: Record<string, number | null> | null;
+  ttl_ms: number | null;
+  concurrency_key: string | null;
+  /** The occurrence due next; null while paused. */
+  next_run_at: NullableTimestamp;
+  last_run_at: NullableTimestamp;
+  last_task_id: string | null;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export type ScheduleRow = Selectable<SchedulesTable>;
 export type WebhookRow = Selectable<TaskWebhooksTable>;
 export type DeliveryRow = Selectable<TaskDeliveriesTable>;
 
@@ -125,6 +152,7 @@ export interface Database {
   task_webhooks: TaskWebhooksTable;
   task_deliveries: TaskDeliveriesTable;
   task_labels: TaskLabelsTable;
+  schedules: SchedulesTable;
 }
 
 /** What a query runs on: the process's Kysely instance or a transaction on it. */

@@ -6,6 +6,7 @@ const FIXED = new Set([
   '/readyz',
   '/metrics',
   '/v1/jobs',
+  '/v1/schedules',
   '/mcp',
   '/a2a',
 ]);
@@ -30,6 +31,8 @@ export function routeOf(url: string | undefined, status: number): string {
   if (FIXED.has(path)) return path;
   const job = /^\/v1\/jobs\/[^/]+(\/[a-z-]+)?$/.exec(path);
   if (job) return `/v1/jobs/{id}${job[1] ?? ''}`;
+  const schedule = /^\/v1\/schedules\/[^/]+(\/trigger)?$/.exec(path);
+  if (schedule) return `/v1/schedules/{key}${schedule[1] ?? ''}`;
   const folder = FOLDERS.find((f) => path.startsWith(f));
   if (folder) return `${folder}*`;
   return status === 404 ? 'unmatched' : 'other';

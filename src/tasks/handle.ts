@@ -26,6 +26,8 @@ export interface TaskHandle {
   labels: Record<string, string>;
   /** The task this one runs again, when it is a re-run. */
   retryOf?: string;
+  /** The schedule whose occurrence it is (DESIGN §17). */
+  scheduleKey?: string;
 }
 
 /** A status monitor's view: the handle plus what `viewer` may see of the outcome. */
@@ -51,6 +53,7 @@ export function handleOf(task: Task): TaskHandle {
     maxAttempts: task.maxAttempts,
     labels: task.labels,
     ...(task.retryOf ? { retryOf: task.retryOf } : {}),
+    ...(task.scheduleKey ? { scheduleKey: task.scheduleKey } : {}),
   };
   if (task.runAt) handle.runAt = task.runAt.toISOString();
   if (task.lastError) handle.lastError = task.lastError;

@@ -26,6 +26,13 @@ export const SCOPE_OF = {
   taskUpdated: SCOPES.read,
   tasksUpdated: SCOPES.read,
   webhooks: SCOPES.read,
+  // DESIGN §17: a schedule is read as its tasks are, and changed as they are started.
+  upsertSchedule: SCOPES.write,
+  deleteSchedule: SCOPES.write,
+  pauseSchedule: SCOPES.write,
+  triggerSchedule: SCOPES.write,
+  schedule: SCOPES.read,
+  schedules: SCOPES.read,
 } as const satisfies Record<string, Scope>;
 
 /** A task operation that needs a scope. */

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from '../db/types.js';
+import type { Database, Executor } from '../db/types.js';
 import { answerInput } from './answer.js';
 import { cancelMatching, cancelOne } from './cancel.js';
 import type { TaskEvents } from './events/hub.js';
@@ -28,6 +28,7 @@ import {
   type StartContext,
   startBatch,
   storeHere,
+  writeStart,
 } from './start.js';
 import { StartCoalescer } from './start-coalescer.js';
 import { type Task, toTask, visible } from './task.js';
@@ -108,6 +109,34 @@ export class TaskService {
     );
   }
 
+  /**
+   * Checks a start request as `start` does and stores nothing: a schedule (DESIGN §17) checks
+   * the tasks its occurrences will start when it is saved.
+   * @throws ServiceError BAD_USER_INPUT naming the field at fault
+   */
+  checkStart(actor: Actor, request: StartRequest): void {
+    prepareStart(this.startContext(), actor, request);
+  }
+
+  /**
+   * Starts a task as `start` does, with `scheduleKey` set, on `db`: a transaction of the
+   * caller's, which commits the task with its own writes (a schedule moves on to its next
+   * occurrence in the commit that starts this one). No request asked for it, so it is
+   * neither audited nor rate limited. A task already stored under the request's idempotency
+   * key is returned as it is, whatever it was started with.
+   * @returns the task, and whether this call created it
+   */
+  async startWithin(
+    db: Executor,
+    actor: Actor,
+    request: StartRequest,
+    scheduleKey: string,
+  ): Promise<{ task: Task; created: boolean }> {
+    const entry = prepareStart(this.startContext(), actor, request);
+    const outcome = await writeStart(db, { ...entry, task: { ...entry.task, scheduleKey } });
+    return { task: toTask(outcome.row), created: outcome.created };
+  }
+
   private startContext(): StartContext {
     return { kinds: this.kinds, retention: this.retention, webhooks: this.webhooks };
   }
@@ -118,13 +147,19 @@ export class TaskService {
       actor,
       'task',
       id,
-      async () => {
-        // From the event-stream-checked cache: an unchanged task costs no query.
-        const row = await this.events.read(checkId(id));
-        return visible(row, this.scope(actor)) ? toTask(row) : null;
-      },
+      // From the event-stream-checked cache: an unchanged task costs no query.
+      () => this.related(actor, id),
       (task) => [null, task ? 'ok' : 'not_found'],
     );
+  }
+
+  /**
+   * `get` without its own audit line and rate limit: a task named by what the actor has
+   * just read through an operation that had both (a schedule's last task, in a list of them).
+   */
+  async related(actor: Actor, id: string): Promise<Task | null> {
+    const row = await this.events.read(checkId(id));
+    return visible(row, this.scope(actor)) ? toTask(row) : null;
   }
 
   list(actor: Actor, request: ListRequest = {}): Promise<TaskPage> {

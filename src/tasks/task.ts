@@ -41,6 +41,8 @@ export interface Task {
   labels: Record<string, string>;
   /** The task this one runs again (retryTask), if any. */
   retryOf: string | null;
+  /** The schedule that started it (DESIGN §17), if any. */
+  scheduleKey: string | null;
 }
 
 /** The longest a poller is asked to wait, however long a person takes. */
@@ -101,6 +103,7 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     lastError: row.last_error,
     labels: row.labels ?? {},
     retryOf: row.retry_of ?? null,
+    scheduleKey: row.schedule_key ?? null,
   };
 }
 

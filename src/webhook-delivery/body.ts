@@ -62,6 +62,8 @@ export function snapshotTask(snapshot: Record<string, unknown>): Task {
     labels: s.labels,
     retry_of: s.retry_of,
     trace_parent: s.trace_parent,
+    // A snapshot written before migration 0009 has no schedule_key.
+    schedule_key: s.schedule_key ?? null,
   };
   // The poll interval advised at the moment of the change, as a poller would have read it then.
   return toTask(row, row.last_updated_at.getTime());

@@ -168,6 +168,12 @@ describe('the schema declares authorization', () => {
       'Mutation.startTasks': { write: true },
       'Mutation.cancelTasks': { write: true },
       'Mutation.retryTask': { write: true },
+      'Query.schedule': { read: true },
+      'Query.schedules': { read: true },
+      'Mutation.upsertSchedule': { write: true },
+      'Mutation.deleteSchedule': { write: true },
+      'Mutation.pauseSchedule': { write: true },
+      'Mutation.triggerSchedule': { write: true },
       'Subscription.taskUpdated': { read: true },
       'Subscription.tasksUpdated': { read: true },
     });

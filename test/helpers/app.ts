@@ -23,6 +23,8 @@ export interface TestAppOptions {
   log?: Logger;
   /** yoga plugins for `/graphql` (AppOptions.graphqlPlugins). */
   graphqlPlugins?: AppOptions['graphqlPlugins'];
+  /** The time schedules fire by (AppOptions.scheduleClock). */
+  scheduleClock?: AppOptions['scheduleClock'];
 }
 
 export interface GraphQLResponse<T = any> {
@@ -76,6 +78,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     replaceBuiltInKinds: options.replaceBuiltInKinds ?? false,
     ...(options.log ? { log: options.log } : {}),
     ...(options.graphqlPlugins ? { graphqlPlugins: options.graphqlPlugins } : {}),
+    ...(options.scheduleClock ? { scheduleClock: options.scheduleClock } : {}),
   });
   const url = await app.listen();
   const wsUrl = `${url.replace(/^http/, 'ws')}/graphql`;

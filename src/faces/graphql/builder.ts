@@ -3,6 +3,7 @@ import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import { GraphQLError, type GraphQLResolveInfo, getArgumentValues } from 'graphql';
 import { hasScope, type Principal, SCOPES } from '../../auth/principal.js';
 import type { ServiceError } from '../../errors.js';
+import type { ScheduleService } from '../../schedules/service.js';
 import { type Operation, SCOPE_OF } from '../../tasks/scopes.js';
 import type { TaskService } from '../../tasks/service.js';
 
@@ -13,6 +14,8 @@ export interface Context {
   /** Why `principal` is null when a token was sent but refused. */
   authError: ServiceError | null;
   tasks: TaskService;
+  /** DESIGN §17. */
+  schedules: ScheduleService;
   /**
    * When a subscription over this request must end: the token's expiry over HTTP (SSE).
    * Unset over WebSocket, whose socket is closed with 4403 at that moment instead.

@@ -4,6 +4,7 @@ import type { Task } from '../../tasks/task.js';
 import { builder, scopeOf } from './builder.js';
 import {
   actor,
+  connectionOf,
   StartTaskInput,
   TaskConnectionRef,
   TaskKindRef,
@@ -45,16 +46,7 @@ builder.queryFields((t) => ({
         owner: args.owner ?? null,
         filter: taskFilterOf(args.filter),
       });
-      const edges = page.tasks.map((node) => ({ cursor: encodeCursor(node), node }));
-      return {
-        edges,
-        pageInfo: {
-          hasNextPage: page.hasNextPage,
-          hasPreviousPage: args.after != null,
-          startCursor: edges[0]?.cursor ?? null,
-          endCursor: edges.at(-1)?.cursor ?? null,
-        },
-      };
+      return connectionOf(page.tasks, encodeCursor, page.hasNextPage, args.after);
     },
   }),
   taskKinds: t.field({

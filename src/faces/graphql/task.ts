@@ -133,7 +133,26 @@ export const TaskKindRef = builder.objectRef<TaskKind>('TaskKind').implement({
   }),
 });
 
-const PageInfoRef = builder
+/** A Relay connection's edges and page info, from one page of nodes and their cursors. */
+export function connectionOf<Node>(
+  nodes: readonly Node[],
+  cursorOf: (node: Node) => string,
+  hasNextPage: boolean,
+  after: string | null | undefined,
+) {
+  const edges = nodes.map((node) => ({ cursor: cursorOf(node), node }));
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage,
+      hasPreviousPage: after != null,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+  };
+}
+
+export const PageInfoRef = builder
   .objectRef<{
     hasNextPage: boolean;
     hasPreviousPage: boolean;

@@ -6,6 +6,7 @@ import type { Principal } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
 import type { Limits } from '../../config/config.js';
 import { allowedOrigin, EXPOSED_HEADERS } from '../../http/cors.js';
+import type { ScheduleService } from '../../schedules/service.js';
 import type { TaskService } from '../../tasks/service.js';
 import type { Context } from './builder.js';
 import { ErrorMasking, yogaLogger } from './errors.js';
@@ -24,6 +25,7 @@ export interface ServerContext {
 export interface YogaOptions {
   schema: GraphQLSchema;
   tasks: TaskService;
+  schedules: ScheduleService;
   verifier: TokenVerifier;
   log: Logger;
   production: boolean;
@@ -71,7 +73,12 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
     graphiql: false,
     context: async (initial): Promise<Context> => {
       if (initial.wsPrincipal)
-        return { principal: initial.wsPrincipal, authError: null, tasks: options.tasks };
+        return {
+          principal: initial.wsPrincipal,
+          authError: null,
+          tasks: options.tasks,
+          schedules: options.schedules,
+        };
       const auth = await authenticate(
         options.verifier,
         initial.request.headers.get('authorization'),
@@ -80,6 +87,7 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
         principal: auth.principal,
         authError: auth.error,
         tasks: options.tasks,
+        schedules: options.schedules,
         streamUntil: auth.principal?.expiresAt,
       };
     },

@@ -7,6 +7,7 @@ import { readJson } from '../../http/json-body.js';
 import { answerThrown } from '../../http/last-catch.js';
 import { sendJson, sendProblem } from '../../http/problem.js';
 import { HttpRefusal, requireBearer, sendMethodNotAllowed } from '../../http/refusal.js';
+import type { ScheduleService } from '../../schedules/service.js';
 import { handleOf, reportOf, retryAfterSeconds } from '../../tasks/handle.js';
 import type { Operation } from '../../tasks/scopes.js';
 import type { Actor, StartRequest, TaskService } from '../../tasks/service.js';
@@ -14,6 +15,8 @@ import type { Task } from '../../tasks/task.js';
 import { isTaskId } from '../../tasks/validation.js';
 import { filterOfQuery } from './filter.js';
 import { manyRoutes } from './many.js';
+import { pageHeaders } from './paging.js';
+import { scheduleRoutes } from './schedules.js';
 import { managedWorkOf } from './work-body.js';
 
 /**
@@ -22,6 +25,8 @@ import { managedWorkOf } from './work-body.js';
  */
 export interface RestOptions {
   tasks: TaskService;
+  /** `/v1/schedules` (DESIGN §17). */
+  schedules: ScheduleService;
   verifier: TokenVerifier;
   log: Logger;
 }
@@ -79,7 +84,7 @@ function startRequestOf(
 }
 
 export function createRestHandler(options: RestOptions) {
-  const { tasks, verifier, log } = options;
+  const { tasks, schedules, verifier, log } = options;
 
   /** The caller, if it may do `operation`; a refusal is audited like any task operation. */
   async function actorFor(
@@ -94,6 +99,7 @@ export function createRestHandler(options: RestOptions) {
   }
 
   const routeMany = manyRoutes({ tasks, actorFor, objectBody, retryAfter, startRequestOf });
+  const routeSchedules = scheduleRoutes({ schedules, actorFor, objectBody, retryAfter });
 
   /** A path segment that cannot be a taskId names no task: 404, like any unknown id (not 422). */
   function taskIdOf(id: string): string {
@@ -128,17 +134,11 @@ export function createRestHandler(options: RestOptions) {
         filter: filterOfQuery(url.searchParams),
       });
       const nextCursor = page.hasNextPage ? page.endCursor : null;
-      const headers: Record<string, string> = {};
-      if (nextCursor) {
-        const next = new URL(url);
-        next.searchParams.set('cursor', nextCursor);
-        headers.link = `<${next.pathname}${next.search}>; rel="next"`;
-      }
       return sendJson(
         res,
         200,
         { tasks: page.tasks.map((t) => reportOf(t, actor)), nextCursor },
-        headers,
+        pageHeaders(url, nextCursor),
       );
     }
     if (parts.length === 3 && id && method === 'POST') {
@@ -182,14 +182,16 @@ export function createRestHandler(options: RestOptions) {
     return sendProblem(res, 404, 'NOT_FOUND', 'No such route.');
   }
 
-  /** Handles `/v1/jobs…`; resolves false for any other path. */
+  /** Handles `/v1/jobs…` and `/v1/schedules…`; resolves false for any other path. */
   return async function rest(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     // A request target need not be a path ('//', '*', an absolute URL): such is no route of ours.
     const target = req.url?.startsWith('/') ? req.url : '/';
     const url = new URL(`http://localhost${target}`);
-    if (url.pathname !== '/v1/jobs' && !url.pathname.startsWith('/v1/jobs/')) return false;
+    const under = (root: string) => url.pathname === root || url.pathname.startsWith(`${root}/`);
+    const routeTo = under('/v1/jobs') ? route : under('/v1/schedules') ? routeSchedules : null;
+    if (!routeTo) return false;
     try {
-      await route(req, res, url);
+      await routeTo(req, res, url);
     } catch (err) {
       answerThrown(req, res, err, { log, where: 'the REST face' });
     }

@@ -9,6 +9,12 @@ import { type PendingWrite, RowCache, type RowCacheOptions } from './row-cache.j
 
 export type { RowWatcher };
 
+/**
+ * Channel the schedules room notifies on whenever a schedule changes or fires (DESIGN §17):
+ * every process that fires schedules re-reads the earliest occurrence.
+ */
+export const SCHEDULE_CHANNEL = 'taskhandle_schedule';
+
 interface Watched {
   watchers: Set<RowWatcher>;
   /** Hands rows to the watchers, a part of them a turn. */
@@ -40,6 +46,7 @@ export class TaskEvents {
   private readonly reconnectHandlers = new Set<() => void>();
   private readonly changeHandlers = new Set<(id: string, version: number) => void>();
   private readonly deliveryHandlers = new Set<() => void>();
+  private readonly scheduleHandlers = new Set<() => void>();
   private readonly rows: RowCache;
   /** Tasks with a statement of this process in flight (see `writing`), and how many. */
   private readonly writes = new Map<string, number>();
@@ -54,17 +61,22 @@ export class TaskEvents {
   }
 
   /**
-   * Starts listening. `onReady` and `onDeliveryDue` only hear news in a process started with
-   * `work: true`: one that serves the API only is not sent the news of every task queued and
-   * every delivery written (each a message to read on its listening connection).
+   * Starts listening. `onReady`, `onDeliveryDue` and `onSchedulesChanged` only hear news in a
+   * process started with `work: true`: one that serves the API only is not sent the news of
+   * every task queued and every delivery written (each a message to read on its listening
+   * connection).
    */
   async start({ work = true }: { work?: boolean } = {}): Promise<void> {
-    const channels = work ? [TASK_CHANNEL, READY_CHANNEL, DELIVERY_CHANNEL] : [TASK_CHANNEL];
+    const channels = work
+      ? [TASK_CHANNEL, READY_CHANNEL, DELIVERY_CHANNEL, SCHEDULE_CHANNEL]
+      : [TASK_CHANNEL];
     await this.listener.start(channels, {
       notify: (channel, payload) => {
         if (channel === TASK_CHANNEL) this.changed(payload);
         else if (channel === DELIVERY_CHANNEL)
           for (const handler of this.deliveryHandlers) handler();
+        else if (channel === SCHEDULE_CHANNEL)
+          for (const handler of this.scheduleHandlers) handler();
         else for (const handler of this.readyHandlers) handler(payload);
       },
       disconnected: () => this.rows.disconnected(),
@@ -153,6 +165,12 @@ export class TaskEvents {
   onDeliveryDue(handler: () => void): () => void {
     this.deliveryHandlers.add(handler);
     return () => this.deliveryHandlers.delete(handler);
+  }
+
+  /** Runs `handler` whenever a schedule was changed or fired (DESIGN §17). */
+  onSchedulesChanged(handler: () => void): () => void {
+    this.scheduleHandlers.add(handler);
+    return () => this.scheduleHandlers.delete(handler);
   }
 
   /** Runs `handler` after the listening connection came back (notifications may be lost). */

@@ -24,6 +24,8 @@ export interface NewTask {
   retryOf?: string | null;
   /** DESIGN §13: the W3C traceparent of the request that starts it (null: not traced). */
   traceParent?: string | null;
+  /** DESIGN §17: the schedule whose occurrence this task is. */
+  scheduleKey?: string | null;
 }
 
 /** The lease a task inserted already claimed is stored with: what a claim would give it. */
@@ -63,7 +65,7 @@ export async function insertTask(
                            poll_interval_ms, idempotency_key, max_attempts, timeout_ms, run_at, hold,
                            priority, concurrency_key, concurrency_limit, retry_initial_delay_ms,
                            retry_factor, retry_max_delay_ms, labels, retry_of, trace_parent,
-                           worker_id, attempt, lease_expires_at)
+                           worker_id, attempt, lease_expires_at, schedule_key)
         select ${task.id}::uuid, ${task.owner}, ${task.kind}, ${json(task.input)}, ${task.ttlMs}::int,
                 c.at, c.at, c.at + ${task.ttlMs}::int * interval '1 millisecond', ${task.pollIntervalMs}::int,
                 ${task.idempotencyKey}, ${task.retry.maxAttempts}::int, ${task.timeoutMs}::int,
@@ -72,7 +74,8 @@ export async function insertTask(
                 ${task.retry.initialDelayMs}::int, ${task.retry.factor}::float8, ${task.retry.maxDelayMs}::int,
                 ${json(task.labels ?? {})}, ${task.retryOf ?? null}::uuid, ${task.traceParent ?? null}::text,
                 ${lease?.workerId ?? null}::text, ${lease ? 1 : 0}::int,
-                c.at + ${lease?.leaseMs ?? null}::int * interval '1 millisecond'
+                c.at + ${lease?.leaseMs ?? null}::int * interval '1 millisecond',
+                ${task.scheduleKey ?? null}::text
         -- millisecond precision: cursors and expiresAt round-trip through JS Dates exactly
         from (select date_trunc('milliseconds', now()) as at,
                      date_trunc('milliseconds', ${task.runAt}::timestamptz) as run_at) c

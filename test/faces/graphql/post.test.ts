@@ -24,6 +24,7 @@ beforeAll(async () => {
   yoga = createYogaServer({
     schema,
     tasks: t.app.tasks,
+    schedules: t.app.schedules,
     verifier: t.app.verifier,
     log: pino({ level: 'silent' }),
     production: false,
