@@ -86,6 +86,8 @@ export interface TaskWebhooksTable {
   token: string | null;
   auth_scheme: string | null;
   auth_credentials: string | null;
+  /** A2A: the config id the client proposed (migration 0011); null when it proposed none. */
+  config_id: Defaulted<string | null>;
   after_version: number;
   disabled_at: NullableTimestamp;
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;

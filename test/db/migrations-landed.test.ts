@@ -17,6 +17,7 @@ const LANDED: Readonly<Record<string, string>> = {
   '0006_trace_context.sql': '9406e9a5ff8daac8381bc6085ad560aefca8a292a7487532055b67075770011f',
   '0007_input_requests.sql': 'b610a882601c39d52a002262ecf88bf6cb70837b600b884ca79b3950fa7643c7',
   '0009_schedules.sql': '36566af3d185c0783fb7378b212f15533c049677ff67b86814c8e28bd78ef98e',
+  '0011_a2a_config_ids.sql': '1871270cd1d4eedaea14aa288b24a1af27eb79a9b56e6d09e7d53d9c5926a613',
 };
 
 const DIR = new URL('../../migrations/', import.meta.url);

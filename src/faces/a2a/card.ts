@@ -26,6 +26,8 @@ const { version } = JSON.parse(
 ) as { version: string };
 
 const JSON_MODE = ['application/json'];
+/** What the default skill reads: data parts, and text parts (none, or marked text/plain). */
+const JSON_AND_TEXT_MODES = ['application/json', 'text/plain'];
 const HOST = /^(?:\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::\d{1,5})?$/i;
 
 /**
@@ -46,10 +48,18 @@ export interface CardOptions {
   /** `<scheme>://<host>` the card's interface URL starts with; empty for a relative one. */
   baseUrl: string;
   pushNotifications: boolean;
+  /** `A2A_DEFAULT_SKILL`: the kind a plain message starts, which reads text as well as data. */
+  defaultSkill?: string | undefined;
 }
 
-/** The agent card (DESIGN §10), as JSON: one skill per task kind, bearer JWTs required. */
-export function agentCard({ kinds, baseUrl, pushNotifications }: CardOptions) {
+/**
+ * The agent card (DESIGN §10), as JSON: one skill per task kind, bearer JWTs required. With a
+ * default skill the agent takes plain text too, and the card says so for it and as the
+ * default input modes; a named skill reads its data part only.
+ */
+export function agentCard({ kinds, baseUrl, pushNotifications, defaultSkill }: CardOptions) {
+  const modesOf = (kind: string | undefined) =>
+    kind !== undefined && kind === defaultSkill ? JSON_AND_TEXT_MODES : JSON_MODE;
   return {
     name: 'taskhandle',
     description:
@@ -65,14 +75,14 @@ export function agentCard({ kinds, baseUrl, pushNotifications }: CardOptions) {
       bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT' } },
     },
     securityRequirements: [{ schemes: { bearer: {} } }],
-    defaultInputModes: JSON_MODE,
+    defaultInputModes: modesOf(defaultSkill),
     defaultOutputModes: JSON_MODE,
     skills: kinds.map((kind) => ({
       id: kind.name,
       name: kind.name,
       description: kind.description,
       tags: ['taskhandle'],
-      inputModes: JSON_MODE,
+      inputModes: modesOf(kind.name),
       outputModes: JSON_MODE,
     })),
   };

@@ -49,7 +49,7 @@ export class TaskRequestHandler implements A2ARequestHandler {
     private readonly push: PushConfigs,
     private readonly log: Logger,
     /** `A2A_DEFAULT_SKILL`: the kind a message naming no skill starts. */
-    defaultSkill?: string,
+    private readonly defaultSkill?: string,
   ) {
     this.messages = new Messages(tasks, push, defaultSkill);
   }
@@ -62,7 +62,12 @@ export class TaskRequestHandler implements A2ARequestHandler {
   /** The card as JSON for `baseUrl` (`<scheme>://<host>`). */
   card(baseUrl: string) {
     const { supported } = this.push;
-    return agentCard({ kinds: this.tasks.listKinds(), baseUrl, pushNotifications: supported });
+    return agentCard({
+      kinds: this.tasks.listKinds(),
+      baseUrl,
+      pushNotifications: supported,
+      defaultSkill: this.defaultSkill,
+    });
   }
 
   async getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {

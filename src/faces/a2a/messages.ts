@@ -17,16 +17,26 @@ import { messageInput, skillsMessage } from './no-skill.js';
 import type { PushConfigs } from './push.js';
 import { webhookRequestOf } from './push-configs.js';
 
-/** The card's input modes; a part without a media type is read as JSON (or text). */
-const ACCEPTED_MEDIA_TYPES = new Set(['', 'application/json']);
+/**
+ * The media types a part may carry (docs/a2a.md): none, or `application/json` (the card's input
+ * mode), or for a text part `text/plain`, as generic clients mark text. A text part is a JSON
+ * string, already Unicode, so a `charset` parameter describes nothing to apply and is ignored.
+ * Other text types are refused: a kind gets the text without its type, so it could not tell
+ * Markdown or HTML from plain text.
+ */
+function acceptedMediaType(part: Part): boolean {
+  const type = (part.mediaType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === '' || type === 'application/json') return true;
+  return type === 'text/plain' && part.content?.$case === 'text';
+}
 
 /** A part of any other media type is refused before anything is stored (A2A 1.0). */
 function checkMediaTypes(parts: readonly Part[]): void {
   for (const part of parts) {
-    const type = (part.mediaType ?? '').split(';')[0]!.trim().toLowerCase();
-    if (!ACCEPTED_MEDIA_TYPES.has(type))
+    if (!acceptedMediaType(part))
       throw new ContentTypeNotSupportedError(
-        'A message part has a media type the agent does not accept: see defaultInputModes on the card (application/json).',
+        'A message part has a media type the agent does not accept: a part may be ' +
+          'application/json, a text part text/plain, or name no media type.',
       );
   }
 }

@@ -3,13 +3,16 @@ import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { TaskService } from '../../tasks/service.js';
 import { isTerminal } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
-import type { Webhook, WebhookRequest } from '../../tasks/webhooks/rules.js';
+import { configIdOf, type Webhook, type WebhookRequest } from '../../tasks/webhooks/rules.js';
 import { statusEvent, taskEvent, taskIdOf } from './mapping.js';
 import type { PushConfigs } from './push.js';
 
 /**
  * A2A push notifications as a task's webhooks (DESIGN §10, §11): a config is a webhook of
- * the `a2a` shape, whose `token` and `authentication` travel back with every delivery.
+ * the `a2a` shape, whose `token` and `authentication` travel back with every delivery. A
+ * config keeps the id its client proposed (another config of the task with that id is
+ * replaced, as the reference SDKs' stores do), and is read and deleted by it; without one,
+ * its id is the webhook's.
  */
 
 /** The webhook a config asks for. */
@@ -22,6 +25,7 @@ export function webhookRequestOf(config: TaskPushNotificationConfig): WebhookReq
       ? { scheme: auth.scheme, credentials: auth.credentials || null }
       : null,
     format: 'a2a',
+    configId: config.id || null,
   };
 }
 
@@ -29,7 +33,7 @@ function configOf(webhook: Webhook): TaskPushNotificationConfig {
   const auth = webhook.authentication;
   return {
     tenant: '',
-    id: webhook.id,
+    id: configIdOf(webhook),
     taskId: webhook.taskId,
     url: webhook.url,
     token: webhook.token ?? '',

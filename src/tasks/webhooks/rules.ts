@@ -13,6 +13,11 @@ export interface WebhookRequest {
   authentication?: { scheme: string; credentials?: string | null } | null;
   /** The body's shape: Standard Webhooks `task.status` events, or A2A StreamResponses. */
   format?: 'standard' | 'a2a';
+  /**
+   * A2A: the id the client proposed for its config, which the config then answers to; a
+   * config of the task with that id already is replaced. None (or `""`): the webhook's id.
+   */
+  configId?: string | null;
 }
 
 export interface Webhook {
@@ -23,6 +28,8 @@ export interface Webhook {
   format: 'standard' | 'a2a';
   token: string | null;
   authentication: { scheme: string; credentials: string | null } | null;
+  /** The id an A2A client proposed for it (see {@link configIdOf}); null when none. */
+  configId: string | null;
   createdAt: Date;
   /** Set once a `410 Gone` disabled it. */
   disabledAt: Date | null;
@@ -47,6 +54,7 @@ export const MAX_WEBHOOK_URL_LENGTH = 2048;
 export const MAX_DELIVERIES_PAGE = 100;
 const SECRET = /^whsec_([A-Za-z0-9+/]+={0,2})$/;
 const HEADER_VALUE = /^[\x20-\x7e]{1,4096}$/;
+const CONFIG_ID = /^[\x20-\x7e]{1,255}$/;
 const SCHEME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 
 export const bad = (message: string) => new ServiceError('BAD_USER_INPUT', message);
@@ -122,6 +130,31 @@ function optionalHeader(raw: unknown, what: string): string | null {
   return raw;
 }
 
+/**
+ * A proposed config id: 1 to 255 printable ASCII characters, as a message id (the idempotency
+ * key) is, so that what is stored is what the client sent, byte for byte.
+ */
+function checkConfigId(raw: unknown): string | null {
+  if (raw === undefined || raw === null || raw === '') return null;
+  if (typeof raw !== 'string' || !CONFIG_ID.test(raw))
+    throw bad('A push config id must be 1 to 255 printable ASCII characters.');
+  return raw;
+}
+
+/**
+ * The id a config answers to: the one its client proposed, else the webhook's. One rule for
+ * showing a config, finding it and replacing it.
+ */
+export const configIdOf = (webhook: Pick<Webhook, 'id' | 'configId'>): string =>
+  webhook.configId ?? webhook.id;
+
+/**
+ * Whether `webhook` is the config `id` names: a proposed id as written, the webhook's own
+ * (a UUID) in any case.
+ */
+export const answersTo = (webhook: Pick<Webhook, 'id' | 'configId'>, id: string): boolean =>
+  webhook.configId !== null ? webhook.configId === id : webhook.id === id.toLowerCase();
+
 /** Validates a request into the row to store. @throws ServiceError BAD_USER_INPUT */
 export function prepareWebhook(request: WebhookRequest, allowPrivate: boolean): NewWebhook {
   if (request === null || typeof request !== 'object') throw bad('webhook must be an object.');
@@ -136,6 +169,7 @@ export function prepareWebhook(request: WebhookRequest, allowPrivate: boolean): 
     token: optionalHeader(request.token, 'token'),
     authScheme: auth ? auth.scheme : null,
     authCredentials: auth ? optionalHeader(auth.credentials, 'authentication.credentials') : null,
+    configId: checkConfigId(request.configId),
   };
 }
 
@@ -150,6 +184,7 @@ export function toWebhook(row: WebhookRow): Webhook {
     authentication: row.auth_scheme
       ? { scheme: row.auth_scheme, credentials: row.auth_credentials }
       : null,
+    configId: row.config_id,
     createdAt: row.created_at,
     disabledAt: row.disabled_at,
   };

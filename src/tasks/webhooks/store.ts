@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { DeliveryRow, Executor, WebhookRow } from '../../db/types.js';
+import { answersTo } from './rules.js';
 
 /**
  * The queries behind a task's webhooks (DESIGN §11), executor first. `owner` always narrows
@@ -22,6 +23,8 @@ export interface NewWebhook {
   token: string | null;
   authScheme: string | null;
   authCredentials: string | null;
+  /** The id the client proposed for it (migration 0011); null when none. */
+  configId: string | null;
 }
 
 function values(taskId: string, w: NewWebhook, afterVersion: number) {
@@ -34,6 +37,7 @@ function values(taskId: string, w: NewWebhook, afterVersion: number) {
     token: w.token,
     auth_scheme: w.authScheme,
     auth_credentials: w.authCredentials,
+    config_id: w.configId,
     after_version: afterVersion,
   };
 }
@@ -52,9 +56,9 @@ function attachedWith(
   return {
     ctes: sql`, w as (
       insert into task_webhooks (id, task_id, url, secret, format, token, auth_scheme,
-                                 auth_credentials, after_version)
+                                 auth_credentials, config_id, after_version)
       select ${w.id}::uuid, t.id, ${w.url}, ${w.secret}, ${w.format}, ${w.token},
-             ${w.authScheme}, ${w.authCredentials}, ${afterVersion}
+             ${w.authScheme}, ${w.authCredentials}, ${w.configId}, ${afterVersion}
       from t
       returning id
     ), d as (
@@ -76,29 +80,61 @@ export const attachedAtStart = (webhook: NewWebhook) => attachedWith(webhook, sq
  */
 export const attachedWithAnswer = (webhook: NewWebhook) => attachedWith(webhook, sql`t.version`);
 
+/** Thrown inside the transaction to roll it back when its write changed nothing. */
+class NothingWritten extends Error {}
+
 /**
- * Runs `write` with `owner`'s live task locked, if it has room for one more webhook. The lock
- * is held for the count, so concurrent attachments cannot pass the limit together, and a
- * status change either committed before or after.
+ * Runs `write` with `owner`'s live task locked, if it has room for `webhook`. The lock is held
+ * for the count, so concurrent attachments cannot pass the limit together, and a status change
+ * either committed before or after. A webhook with a client's config id replaces the task's
+ * config of that id (which frees its place): the old one and its deliveries are deleted in the
+ * same transaction. A write that answers `undefined` changed nothing, and rolls all of it back:
+ * a refused answer replaces nothing.
  */
 export async function withRoomForWebhook<T>(
   db: Executor,
   taskId: string,
   owner: string,
+  webhook: NewWebhook,
   write: (trx: Executor, version: number) => Promise<T>,
 ): Promise<T | 'not_found' | 'full'> {
-  return db.transaction().execute(async (trx) => {
-    const task = await sql<{ version: number }>`
-      select version from tasks
-      where id = ${taskId}::uuid and owner = ${owner} and expires_at > now()
-      for no key update`.execute(trx);
-    const version = task.rows[0]?.version;
-    if (version === undefined) return 'not_found';
-    const count = await sql<{ n: number }>`
-      select count(*)::int as n from task_webhooks where task_id = ${taskId}::uuid`.execute(trx);
-    if ((count.rows[0]?.n ?? 0) >= MAX_WEBHOOKS_PER_TASK) return 'full';
-    return write(trx, version);
-  });
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const task = await sql<{ version: number }>`
+        select version from tasks
+        where id = ${taskId}::uuid and owner = ${owner} and expires_at > now()
+        for no key update`.execute(trx);
+      const version = task.rows[0]?.version;
+      if (version === undefined) return 'not_found' as const;
+      if (webhook.configId !== null) await dropConfig(trx, taskId, owner, webhook.configId);
+      const count = await sql<{ n: number }>`
+        select count(*)::int as n from task_webhooks where task_id = ${taskId}::uuid`.execute(trx);
+      if ((count.rows[0]?.n ?? 0) >= MAX_WEBHOOKS_PER_TASK) return 'full' as const;
+      const written = await write(trx, version);
+      if (written === undefined) throw new NothingWritten();
+      return written;
+    });
+  } catch (err) {
+    // Only a write that answered undefined throws this: T admits undefined.
+    if (err instanceof NothingWritten) return undefined as T;
+    throw err;
+  }
+}
+
+/** Deletes the task's config answering to `configId`, if any, with its deliveries; the task is locked. */
+async function dropConfig(
+  trx: Executor,
+  taskId: string,
+  owner: string,
+  configId: string,
+): Promise<void> {
+  const rows = await trx
+    .selectFrom('task_webhooks')
+    .select(['id', 'config_id'])
+    .where('task_id', '=', taskId)
+    .execute();
+  const same = rows.find((w) => answersTo({ id: w.id, configId: w.config_id }, configId));
+  if (same) await deleteWebhook(trx, taskId, owner, same.id);
 }
 
 /** Attaches a webhook to a live task of `owner`'s; it reports the changes after the current version. */
@@ -108,7 +144,7 @@ export async function attachLater(
   owner: string,
   webhook: NewWebhook,
 ): Promise<WebhookRow | 'not_found' | 'full'> {
-  return withRoomForWebhook(db, taskId, owner, (trx, version) =>
+  return withRoomForWebhook(db, taskId, owner, webhook, (trx, version) =>
     trx
       .insertInto('task_webhooks')
       .values(values(taskId, webhook, version))

@@ -7,6 +7,7 @@ import type { Task } from '../task.js';
 import { checkId } from '../validation.js';
 import { mayReadPayloads } from '../visibility.js';
 import {
+  answersTo,
   bad,
   type Delivery,
   MAX_DELIVERIES_PAGE,
@@ -45,7 +46,11 @@ export class TaskWebhooks {
     return prepareWebhook(request, this.allowPrivate);
   }
 
-  /** @throws NOT_FOUND (not the actor's task), BAD_USER_INPUT (bad request, or a sixth webhook) */
+  /**
+   * A request with a `configId` the task has already replaces that webhook (see
+   * `withRoomForWebhook`), and so is never a sixth.
+   * @throws NOT_FOUND (not the actor's task), BAD_USER_INPUT (bad request, or a sixth webhook)
+   */
   async attach(actor: Actor, taskId: string, request: WebhookRequest): Promise<Webhook> {
     const id = checkId(taskId);
     const webhook = this.prepare(request);
@@ -68,7 +73,7 @@ export class TaskWebhooks {
     value: unknown,
     webhook: NewWebhook,
   ): Promise<TaskRow | undefined> {
-    const row = await withRoomForWebhook(this.db, taskId, owner, (trx) =>
+    const row = await withRoomForWebhook(this.db, taskId, owner, webhook, (trx) =>
       answerTask(trx, taskId, owner, key, value, attachedWithAnswer(webhook)),
     );
     if (row === 'full') throw full();
@@ -83,21 +88,25 @@ export class TaskWebhooks {
     return rows.map(toWebhook);
   }
 
-  /** null: no such webhook on the actor's task. @throws NOT_FOUND when the task is not theirs */
-  async get(actor: Actor, taskId: string, webhookId: string): Promise<Webhook | null> {
-    const found = (await this.list(actor, taskId)).find((w) => w.id === webhookId.toLowerCase());
+  /**
+   * The webhook `configId` names: the id its client proposed, else its own (`answersTo`).
+   * null: no such webhook on the actor's task. @throws NOT_FOUND when the task is not theirs
+   */
+  async get(actor: Actor, taskId: string, configId: string): Promise<Webhook | null> {
+    const found = (await this.list(actor, taskId)).find((w) => answersTo(w, configId));
     return found ?? null;
   }
 
-  /** @returns whether it existed. @throws NOT_FOUND when the task is not the actor's */
-  async delete(actor: Actor, taskId: string, webhookId: string): Promise<boolean> {
+  /**
+   * Deletes the webhook `configId` names, as `get` finds it.
+   * @returns whether it existed. @throws NOT_FOUND when the task is not the actor's
+   */
+  async delete(actor: Actor, taskId: string, configId: string): Promise<boolean> {
     const id = checkId(taskId);
-    if (!/^[0-9a-f-]{36}$/i.test(webhookId)) {
-      if (!(await this.owns(actor, id))) throw notFound();
-      return false;
-    }
-    if (await deleteWebhook(this.db, id, actor.id, webhookId)) return true;
-    if (!(await this.owns(actor, id))) throw notFound();
+    const rows = await listWebhooks(this.db, id, actor.id);
+    const found = rows.map(toWebhook).find((w) => answersTo(w, configId));
+    if (found && (await deleteWebhook(this.db, id, actor.id, found.id))) return true;
+    if (rows.length === 0 && !(await this.owns(actor, id))) throw notFound();
     return false;
   }
 

@@ -92,6 +92,11 @@ describe('without A2A_DEFAULT_SKILL', () => {
     expect(task.metadata.kind).toBe('sleep');
   });
 
+  it('a text part marked text/plain is text too: the answer is still the Message', async () => {
+    const answer = await alice.sendMessage(plainRequest([{ text: 'hi', mediaType: 'text/plain' }]));
+    expect(texts(answer as Message)[0]).toContain('metadata.skill');
+  });
+
   it('a stream of it is that one Message, and ends', async () => {
     const events = await drain(alice.sendMessageStream(plainRequest(['hi'])));
     expect(events).toHaveLength(1);
@@ -112,6 +117,47 @@ describe('with A2A_DEFAULT_SKILL=echo', () => {
       data: { a: 1 },
       messageId: id,
     });
+  });
+
+  it('reads a text part marked text/plain, with a charset or without, as text', async () => {
+    const id = messageId();
+    const task: any = await carol.sendMessage(
+      plainRequest(
+        [
+          { text: 'Hello', mediaType: 'text/plain' },
+          { text: 'world', mediaType: 'Text/Plain; charset=utf-8' },
+          { data: { a: 1 }, mediaType: 'application/json' },
+        ],
+        { messageId: id },
+      ),
+    );
+    expect(task.status.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.artifacts[0].parts[0].content.value).toEqual({
+      text: 'Hello\nworld',
+      data: { a: 1 },
+      messageId: id,
+    });
+  });
+
+  it('other text types, and text/plain on a data part, are -32005; nothing is stored', async () => {
+    const dave = await a2aClient(withDefault.url, await withDefault.token('dave'));
+    for (const part of [
+      { text: '# Hello', mediaType: 'text/markdown' },
+      { text: '<p>Hello</p>', mediaType: 'text/html' },
+      { data: { a: 1 }, mediaType: 'text/plain' },
+    ]) {
+      const err = await rejection(dave.sendMessage(plainRequest([part])));
+      expect(codeOf(err), part.mediaType).toBe(-32005);
+    }
+    expect((await dave.listTasks(list())).totalSize).toBe(0);
+  });
+
+  it('the card says the default skill, and the agent, take text/plain; other skills JSON', async () => {
+    const card = await (await fetch(`${withDefault.url}/.well-known/agent-card.json`)).json();
+    expect(card.defaultInputModes).toEqual(['application/json', 'text/plain']);
+    const modes = Object.fromEntries(card.skills.map((s: any) => [s.id, s.inputModes]));
+    expect(modes.echo).toEqual(['application/json', 'text/plain']);
+    expect(modes.sleep).toEqual(['application/json']);
   });
 
   it('a message without text or data gives "" and null', async () => {
