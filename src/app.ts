@@ -128,16 +128,6 @@ export async function createApp(options: AppOptions): Promise<App> {
   const events = new TaskEvents(db.listener(log), (id) => findStoredTask(db.kysely, id), log);
   // A process that runs no tasks and sends no deliveries needs only the news of changes.
   await events.start({ work: config.role !== 'api' });
-  const tasks = new TaskService(
-    db.kysely,
-    events,
-    kinds,
-    config.tasks,
-    log,
-    config.webhooks,
-    new RateLimiter(config.limits),
-  );
-
   const metrics = new Metrics({ db: db.kysely, log, token: config.metricsToken });
   events.onReconnect(() => metrics.listenReconnected());
   registerEventHubSeries(metrics.registry, events);
@@ -157,8 +147,17 @@ export async function createApp(options: AppOptions): Promise<App> {
         observer: metrics,
       })
     : undefined;
-  // A task started here, of a kind run here, may be inserted already claimed (`storeHere`).
-  if (runner && servesApi) tasks.runHere(runner);
+  const tasks = new TaskService({
+    db: db.kysely,
+    events,
+    kinds,
+    retention: config.tasks,
+    log,
+    webhookPolicy: config.webhooks,
+    rateLimiter: new RateLimiter(config.limits),
+    // A task started here, of a kind run here, may be inserted already claimed (`StartsHere`).
+    runner: servesApi ? runner : undefined,
+  });
   const purger = runsTasks
     ? new Purger(db.kysely, config.tasks.purgeIntervalMs, log, {
         onBatch: (rows) => metrics.purgeBatch(rows),

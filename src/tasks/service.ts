@@ -21,15 +21,8 @@ import type {
   TaskPage,
 } from './requests.js';
 import { retryTask } from './rerun.js';
-import {
-  clampTtl,
-  prepareStart,
-  type RunsHere,
-  type StartContext,
-  startBatch,
-  storeHere,
-} from './start.js';
-import { StartCoalescer } from './start-coalescer.js';
+import { prepareStart, type StartContext, startBatch } from './start.js';
+import { type RunsHere, StartsHere } from './start-here.js';
 import { type Task, toTask, visible } from './task.js';
 import { checkId } from './validation.js';
 import { ownerFor } from './visibility.js';
@@ -38,6 +31,25 @@ import { TaskWebhooks } from './webhooks/task-webhooks.js';
 
 /** The request and answer shapes live beside the service; importers keep this path. */
 export * from './requests.js';
+
+/** What the task service works with. */
+export interface TaskServiceOptions {
+  db: Kysely<Database>;
+  events: TaskEvents;
+  kinds: KindRegistry;
+  retention: RetentionPolicy;
+  log: Logger;
+  /** Whether webhooks may point at private addresses. @default { allowPrivate: false } */
+  webhookPolicy?: { allowPrivate: boolean };
+  /** Per principal and process (DESIGN §12). @default none */
+  rateLimiter?: RateLimiter;
+  /**
+   * This process's runner, when it runs tasks as well as serving requests: a task started
+   * here, of a kind it runs, is inserted already leased to it and runs at once when it has a
+   * slot free (see `StartsHere`).
+   */
+  runner?: RunsHere | undefined;
+}
 
 /**
  * The task operations every face uses. Every call is scoped to its actor: another principal's
@@ -51,29 +63,23 @@ export class TaskService {
    * (`authorize` before reading a body, `refused` for a request without a valid token).
    */
   readonly gate: Gate;
-  private readonly starts: StartCoalescer;
-  private runner: RunsHere | undefined;
+  private readonly starts: StartsHere;
+  private readonly db: Kysely<Database>;
+  private readonly events: TaskEvents;
+  private readonly kinds: KindRegistry;
+  private readonly retention: RetentionPolicy;
+  private readonly log: Logger;
 
-  constructor(
-    private readonly db: Kysely<Database>,
-    private readonly events: TaskEvents,
-    private readonly kinds: KindRegistry,
-    private readonly retention: RetentionPolicy,
-    private readonly log: Logger,
-    webhookPolicy: { allowPrivate: boolean } = { allowPrivate: false },
-    rateLimiter?: RateLimiter,
-  ) {
-    this.gate = new Gate(log, rateLimiter);
-    this.webhooks = new TaskWebhooks(db, webhookPolicy.allowPrivate);
-    this.starts = new StartCoalescer(db);
-  }
-
-  /**
-   * This process's runner: a task started here, of a kind it runs, is inserted already leased
-   * to it and runs at once when it has a slot free (see `storeHere`).
-   */
-  runHere(runner: RunsHere): void {
-    this.runner = runner;
+  constructor(options: TaskServiceOptions) {
+    const { db, events, log } = options;
+    this.db = db;
+    this.events = events;
+    this.kinds = options.kinds;
+    this.retention = options.retention;
+    this.log = log;
+    this.gate = new Gate(log, options.rateLimiter);
+    this.webhooks = new TaskWebhooks(db, options.webhookPolicy?.allowPrivate ?? false);
+    this.starts = new StartsHere(db, events, options.runner);
   }
 
   listKinds(): TaskKind[] {
@@ -82,10 +88,6 @@ export class TaskService {
 
   private scope(actor: Actor): string | null {
     return actor.admin ? null : actor.id;
-  }
-
-  clampTtl(ttlMs: number | null | undefined, kindTtl: number | undefined): number {
-    return clampTtl(this.retention, ttlMs, kindTtl);
   }
 
   /**
@@ -97,13 +99,7 @@ export class TaskService {
       actor,
       'startTask',
       null,
-      () =>
-        storeHere(
-          (entry) => this.starts.store(entry),
-          prepareStart(this.startContext(), actor, request),
-          this.runner,
-          this.events,
-        ),
+      () => this.starts.store(prepareStart(this.startContext(), actor, request)),
       ({ task, created }) => [task.id, created ? 'created' : 'replayed'],
     );
   }
