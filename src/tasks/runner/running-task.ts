@@ -24,14 +24,20 @@ export interface RunningTaskOptions {
   leaseMs: number;
   progressThrottleMs: number;
   outcomes: OutcomeRecorder;
-  /** The task stopped taking a slot: its handler returned (`true`), or it waits for input. */
-  freed(returned: boolean): void;
-  /** The handler is done and everything the task held is let go. */
-  ended(task: RunningTask): void;
-  /** A failed attempt was rescheduled: the task is due again at `at` (epoch ms). */
-  scheduled?(at: number): void;
+  /** The runner holding the task, told when its slot frees and when it ends. */
+  host: TaskHost;
   /** Told of runs and lost leases (metrics). */
   observer?: TaskObserver | undefined;
+}
+
+/** The runner as a running task sees it (`Runner` implements it). */
+export interface TaskHost {
+  /** The task stopped taking a slot: its handler returned (`true`), or it waits for input. */
+  slotFreed(task: RunningTask, returned: boolean): void;
+  /** The handler is done and everything the task held is let go. */
+  ended(task: RunningTask): void;
+  /** The task is due again at `at` (epoch ms): a failed attempt was rescheduled. */
+  dueAt(at: number): void;
 }
 
 /**
@@ -73,7 +79,7 @@ export class RunningTask {
       signal: this.controller.signal,
       paused: () => {
         this.timeout.pause();
-        options.freed(false);
+        options.host.slotFreed(this, false);
       },
       abort: (cause) => this.abort(cause),
     });
@@ -202,7 +208,7 @@ export class RunningTask {
       clearTimeout(this.expiryTimer);
       this.unwatch();
       this.input.end();
-      this.options.ended(this);
+      this.options.host.ended(this);
     }
   }
 
@@ -216,7 +222,7 @@ export class RunningTask {
     if (this.returned) return;
     this.returned = true;
     this.unwatch();
-    this.options.freed(true);
+    this.options.host.slotFreed(this, true);
   }
 
   /** Records a failed attempt: retried with backoff while the policy allows, else failed. */
@@ -238,7 +244,7 @@ export class RunningTask {
       delayMs,
       log,
     );
-    if (written?.status === 'working') this.options.scheduled?.(written.run_at.getTime());
+    if (written?.status === 'working') this.options.host.dueAt(written.run_at.getTime());
   }
 
   private timedOut(): void {

@@ -61,8 +61,7 @@ describe('RunningTask', () => {
       leaseMs: 30_000,
       progressThrottleMs: 0,
       outcomes: new OutcomeRecorder(db, 30_000),
-      freed: () => {},
-      ended: () => {},
+      host: { slotFreed: () => {}, ended: () => {}, dueAt: () => {} },
     });
     task.start(hold);
     await running;
