@@ -62,6 +62,11 @@ export function snapshotTask(snapshot: Record<string, unknown>): Task {
     labels: s.labels,
     retry_of: s.retry_of,
     trace_parent: s.trace_parent,
+    // A snapshot taken before migration 0008 has no parent.
+    parent_id: s.parent_id ?? null,
+    journaled: false,
+    children_count: 0,
+    children_waiting: 0,
   };
   // The poll interval advised at the moment of the change, as a poller would have read it then.
   return toTask(row, row.last_updated_at.getTime());
