@@ -132,6 +132,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   events.onReconnect(() => metrics.listenReconnected());
   registerEventHubSeries(metrics.registry, events);
   const runsTasks = config.role !== 'api';
+  /** The address `listen` resolved, for signal URLs when PUBLIC_URL is unset. */
+  let listeningAt: string | undefined;
   const workerId = options.workerId ?? randomUUID();
   const servesApi = config.role !== 'worker';
   const runner = runsTasks
@@ -145,6 +147,8 @@ export async function createApp(options: AppOptions): Promise<App> {
         prefetch: config.runnerPrefetch,
         leaseMs: config.tasks.leaseMs,
         observer: metrics,
+        retention: config.tasks,
+        publicUrl: () => config.publicUrl ?? listeningAt ?? `http://${hostPort(config)}`,
       })
     : undefined;
   const tasks = new TaskService({
@@ -246,8 +250,8 @@ export async function createApp(options: AppOptions): Promise<App> {
         server.once('error', reject);
         server.listen(config.port, config.host, () => {
           const { port } = server.address() as AddressInfo;
-          const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-          resolve(`http://${host}:${port}`);
+          listeningAt = `http://${hostPort({ host: config.host, port })}`;
+          resolve(listeningAt);
         });
       }),
     stop: () =>
@@ -279,4 +283,9 @@ export async function createApp(options: AppOptions): Promise<App> {
         await step('database', () => db.close());
       })()),
   };
+}
+
+/** `host:port` as a URL writes it (an IPv6 address in brackets). */
+function hostPort({ host, port }: { host: string; port: number }): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }

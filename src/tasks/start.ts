@@ -19,11 +19,14 @@ export interface PreparedStart {
   lease?: InsertLease;
 }
 
-/** What preparing a start request reads: the kinds, the retention bounds, the webhook checks. */
+/**
+ * What preparing a start request reads: the kinds, the retention bounds, the webhook checks
+ * (none for a child task, which has no webhook).
+ */
 export interface StartContext {
   kinds: KindRegistry;
   retention: RetentionPolicy;
-  webhooks: TaskWebhooks;
+  webhooks?: TaskWebhooks;
 }
 
 /** The retention a task gets: asked, else its kind's, else the default, within the bounds. */
@@ -54,7 +57,7 @@ export function prepareStart(
   const now = Date.now();
   const managed = resolveManagedWork(request, kind, retention.maxTtlMs, now, now + ttlMs);
   const labels = checkLabels(request.labels);
-  const webhook = request.webhook == null ? null : webhooks.prepare(request.webhook);
+  const webhook = request.webhook == null || !webhooks ? null : webhooks.prepare(request.webhook);
   return {
     task: {
       id: randomUUID(),

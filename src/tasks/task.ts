@@ -41,6 +41,8 @@ export interface Task {
   labels: Record<string, string>;
   /** The task this one runs again (retryTask), if any. */
   retryOf: string | null;
+  /** The task whose handler started this one (`ctx.startChild`, DESIGN §16), if any. */
+  parentId: string | null;
 }
 
 /** The longest a poller is asked to wait, however long a person takes. */
@@ -62,12 +64,16 @@ export function pollIntervalFor(
   );
 }
 
-/** The due time of a task that waits to be claimed after a delay or a backoff, else null. */
+/**
+ * The due time of a task that waits to be claimed after a delay, a backoff or a timed wait,
+ * else null (also for a wait with no wake-up instant, DESIGN §16).
+ */
 function waitingSince(
-  row: Pick<TaskRow, 'status' | 'worker_id' | 'run_at' | 'created_at'>,
+  row: Pick<TaskRow, 'status' | 'worker_id' | 'run_at' | 'created_at' | 'hold'>,
 ): Date | null {
   return row.status === 'working' &&
     row.worker_id === null &&
+    row.hold !== 'wait' &&
     row.run_at.getTime() > row.created_at.getTime()
     ? row.run_at
     : null;
@@ -101,6 +107,7 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     lastError: row.last_error,
     labels: row.labels ?? {},
     retryOf: row.retry_of ?? null,
+    parentId: row.parent_id ?? null,
   };
 }
 

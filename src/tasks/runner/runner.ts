@@ -5,7 +5,9 @@ import { coerceError } from '../../errors.js';
 import type { TaskEvents } from '../events/hub.js';
 import type { KindRegistry } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
+import type { RetentionPolicy } from '../requests.js';
 import { claimWork, failLostTasks, releaseLeases } from '../sql/leases.js';
+import { ChildStarts } from '../steps/child-starts.js';
 import { ClaimWaker } from './claim-waker.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LocalQueue } from './local-queue.js';
@@ -59,7 +61,20 @@ export interface RunnerOptions {
   progressThrottleMs?: number;
   /** Told of claims, runs and lost leases (metrics). */
   observer?: TaskObserver;
+  /**
+   * The retention bounds a handler's child tasks are started with (DESIGN §16).
+   * @default TASK_*_TTL_MS's defaults
+   */
+  retention?: RetentionPolicy;
+  /** Where signal URLs point (PUBLIC_URL, else the listening address). @default http://127.0.0.1:4000 */
+  publicUrl?: () => string;
 }
+
+const DEFAULT_RETENTION: RetentionPolicy = {
+  defaultTtlMs: 3_600_000,
+  minTtlMs: 1_000,
+  maxTtlMs: 604_800_000,
+};
 
 /**
  * Runs tasks in this process: woken by NOTIFY (and a backstop poll), claims with
@@ -115,6 +130,8 @@ export class Runner implements ReservedSlots, TaskHost {
       outcomes: new OutcomeRecorder(db, leaseMs, events),
       observer: options.observer,
       host: this,
+      children: new ChildStarts(db, options.kinds, options.retention ?? DEFAULT_RETENTION),
+      publicUrl: options.publicUrl ?? (() => 'http://127.0.0.1:4000'),
     };
   }
 
