@@ -21,7 +21,7 @@ export interface PurgeOptions {
 }
 
 /**
- * Deletes expired tasks, with their labels, webhooks and deliveries, in batches of `batchSize`, each
+ * Deletes expired tasks, with their labels, webhooks, deliveries and journals, in batches of `batchSize`, each
  * batch its own short statement that skips rows locked by anyone else (a worker mid-write,
  * another purging process) instead of waiting for them, until a batch comes back short.
  * @returns rows deleted
@@ -53,6 +53,14 @@ export async function purgeExpired(
         delete from task_webhooks where task_id in (select id from gone)
       ), labels as (
         delete from task_labels where task_id in (select id from gone)
+      ), steps as (
+        -- the journal, kept signals and signal URLs (DESIGN §16); a task's children expire
+        -- no later than it, and go in their own batch
+        delete from task_steps where task_id in (select id from gone)
+      ), signals as (
+        delete from task_signals where task_id in (select id from gone)
+      ), tokens as (
+        delete from task_signal_tokens where task_id in (select id from gone)
       ), ${deliveriesGone}
       select (select count(*)::int from gone) as n, (select count(*)::int from batch) as batched`.execute(
       db,

@@ -23,9 +23,11 @@ import type {
 import { retryTask } from './rerun.js';
 import { prepareStart, type StartContext, startBatch } from './start.js';
 import { type RunsHere, StartsHere } from './start-here.js';
+import { sendSignal } from './steps/signals.js';
+import { listSteps, type TaskStep, toTaskStep } from './steps/view.js';
 import { type Task, toTask, visible } from './task.js';
 import { checkId } from './validation.js';
-import { ownerFor } from './visibility.js';
+import { mayReadPayloads, ownerFor } from './visibility.js';
 import type { WebhookRequest } from './webhooks/rules.js';
 import { TaskWebhooks } from './webhooks/task-webhooks.js';
 
@@ -225,17 +227,106 @@ export class TaskService {
 
   /**
    * Starts a FAILED or CANCELLED task of the actor again as a new task linked by `retryOf`
-   * (same kind, input and labels, a fresh retention); the old one stays as it was.
-   * @throws ServiceError TASK_NOT_RETRYABLE for a task still active, or completed
+   * (same kind, input and labels, a fresh retention); the old one stays as it was. With
+   * `fromStep` (DESIGN §16), the new task starts with the old one's journal up to, not
+   * including, that step, in the order the steps first ran: it re-runs from there.
+   * @throws ServiceError TASK_NOT_RETRYABLE for a task still active, or completed;
+   *   BAD_USER_INPUT for a `fromStep` not in the journal
    */
-  retry(actor: Actor, id: string): Promise<Task> {
+  retry(actor: Actor, id: string, options: { fromStep?: string | null } = {}): Promise<Task> {
     return this.gate.around(
       actor,
       'retryTask',
       id,
-      () => retryTask(this.db, this.kinds, actor, id),
+      () => retryTask(this.db, this.kinds, actor, id, options.fromStep ?? null),
       (task) => [task.id, 'created'],
     );
+  }
+
+  /**
+   * Sends the signal `name` to a task of the actor (admins: anyone's) (DESIGN §16): kept,
+   * and the task woken if it waits for it.
+   * @returns the task after the signal, and whether this call was the first with this payload
+   *   (false: a repeat of the same payload, answered as the first)
+   * @throws ServiceError NOT_FOUND, TASK_TERMINAL, BAD_USER_INPUT (a bad name or payload, or
+   *   one that fails the waiting handler's schema), SIGNAL_ALREADY_SENT (another payload)
+   */
+  signal(
+    actor: Actor,
+    id: string,
+    name: string,
+    payload: unknown,
+  ): Promise<{ task: Task; first: boolean }> {
+    return this.gate.around(
+      actor,
+      'signalTask',
+      id,
+      async () => {
+        const sent = await sendSignal(
+          this.db,
+          { by: 'id', id: checkId(id), name, owner: this.scope(actor) },
+          payload,
+        );
+        this.events.committed(sent.row.id, sent.row.version);
+        return { task: toTask(sent.row), first: sent.first };
+      },
+      ({ first }) => [null, first ? 'sent' : 'repeated', { name }],
+    );
+  }
+
+  /**
+   * Sends the signal a signal URL's `token` is bound to (`ctx.signalUrl`, DESIGN §16), for a
+   * caller without a token: it learns nothing of the task. Audited as principal `signal-url`.
+   * @returns whether this call was the first with this payload
+   * @throws ServiceError NOT_FOUND for a token unknown, used up (its signal was sent with
+   *   another payload) or whose task ended, alike; BAD_USER_INPUT for a payload that fails the
+   *   waiting handler's schema
+   */
+  signalByUrl(token: string, payload: unknown): Promise<{ first: boolean }> {
+    return this.gate
+      .around(
+        SIGNAL_URL_ACTOR,
+        'signalTask',
+        null,
+        async () => {
+          const sent = await sendSignal(this.db, { by: 'token', token }, payload);
+          this.events.committed(sent.row.id, sent.row.version);
+          return { taskId: sent.row.id, name: sent.name, first: sent.first };
+        },
+        ({ taskId, first, name }) => [taskId, first ? 'sent' : 'repeated', { name }],
+      )
+      .then(({ first }) => ({ first }));
+  }
+
+  /**
+   * The task's journal (DESIGN §16 `Task.steps`), in the order the steps first ran, for its
+   * owner and admins (results and signal URLs for the owner only).
+   * @returns null for a task the actor cannot see
+   */
+  steps(actor: Actor, id: string): Promise<TaskStep[] | null> {
+    return this.gate.around(
+      actor,
+      'task',
+      id,
+      async () => {
+        const row = await this.events.read(checkId(id));
+        if (!visible(row, this.scope(actor))) return null;
+        const payloads = mayReadPayloads({ owner: row.owner }, actor);
+        return (await listSteps(this.db, row.id)).map((step) => toTaskStep(step, payloads));
+      },
+      (steps) => [null, steps ? `ok:${steps.length}` : 'not_found'],
+    );
+  }
+
+  /**
+   * One page of a task's children, newest first (DESIGN §16 `Task.children`): `list` with
+   * `filter.parentId`, so the same rules and filters apply.
+   */
+  children(actor: Actor, id: string, request: ListRequest = {}): Promise<TaskPage> {
+    return this.list(actor, {
+      ...request,
+      filter: { ...request.filter, parentId: checkId(id) },
+    });
   }
 
   /**
@@ -279,6 +370,9 @@ export class TaskService {
     );
   }
 }
+
+/** Who sends a signal through a signal URL, in the audit trail and for the rate limit. */
+const SIGNAL_URL_ACTOR: Actor = Object.freeze({ id: 'signal-url', admin: false });
 
 /** Rows one bulk-cancel statement may lock at most. */
 export { CANCEL_BATCH_SIZE } from './cancel.js';
