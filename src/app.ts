@@ -21,6 +21,7 @@ import { attachWebSockets } from './faces/graphql/ws.js';
 import { createYogaServer, servedDirectly } from './faces/graphql/yoga.js';
 import { createMcpFace } from './faces/mcp/handler.js';
 import { createRestHandler } from './faces/rest/routes.js';
+import { createSignalUrlHandler } from './faces/rest/signal-urls.js';
 import { createDashboardHandler } from './http/dashboard.js';
 import { requestLogger } from './http/request-log.js';
 import { createHttpServer } from './http/server.js';
@@ -215,6 +216,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         ? [
             ...(config.graphiql ? [createGraphiQLHandler({ devToken })] : []),
             createRestHandler({ tasks, verifier, log }),
+            createSignalUrlHandler({ tasks, log }),
             mcp.handle,
             createA2AHandler({ tasks, verifier, log, push: a2aPushConfigs(tasks) }),
             ...(config.dashboard ? [createDashboardHandler({ devToken })] : []),

@@ -4,6 +4,7 @@ import './scalars.js';
 import './task.js';
 import './task-operations.js';
 import './many.js';
+import './signals.js';
 import './webhook.js';
 import './work-fields.js';
 
