@@ -130,6 +130,7 @@ export class DurableRun {
       startedAt: new Date(),
     };
     this.busy++;
+    this.parts.log.debug({ taskId: row.id, step: name, attempts: step.attempts }, 'step started');
     let text: string | null;
     try {
       const value = await fn(signal);
@@ -162,6 +163,7 @@ export class DurableRun {
       }
       this.journaled = true;
       this.steps.set(name, written);
+      this.parts.log.debug({ taskId: row.id, step: name }, 'step journalled');
       return written.result as T;
     } finally {
       this.busy--;

@@ -55,8 +55,8 @@ export async function suspendOrSatisfy(
   message: string,
 ): Promise<SuspendOutcome> {
   return db.transaction().execute(async (trx) => {
-    const held = await sql<{ id: string }>`
-      select id from tasks
+    const held = await sql<{ id: string; expires_at: Date }>`
+      select id, expires_at from tasks
       where id = ${taskId}::uuid and worker_id = ${lease.workerId} and attempt = ${lease.attempt}::int
         and status = 'working' and expires_at > now()
       for no key update`.execute(trx);
@@ -71,8 +71,10 @@ export async function suspendOrSatisfy(
     const { pending, expiresAt } = await readChildren(trx, waits, satisfied);
     if (satisfied.size > 0) return { lost: false, satisfied };
 
-    // A child that expires before it ends wakes its parent then (it counts as failed).
-    const wakeAt = earliest(waits, expiresAt);
+    // A child that expires before it ends wakes its parent then (it counts as failed); one
+    // that expires with its parent (the default) wakes nobody.
+    const parentExpiry = held.rows[0].expires_at;
+    const wakeAt = earliest(waits, expiresAt && expiresAt < parentExpiry ? expiresAt : null);
     const times = waits.filter((w) => w.kind !== 'child');
     if (times.length > 0)
       await sql`
