@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { prepared } from '../../db/pg-pool.js';
 import type { Executor, StepRow } from '../../db/types.js';
 import type { Lease } from '../sql/leases.js';
 
@@ -40,20 +41,24 @@ export interface StepCommit {
 }
 
 /**
- * The task row of the run, locked `for key share` (which no writer of the task but a delete
- * waits for), or, on the task's first journal write, marked `journaled` (see migration 0008).
+ * The task row of the run, as its lease still holds it; on the task's first journal write,
+ * marked `journaled` too (see migration 0008). Not locked: a lock on the row would cost every
+ * step a tuple lock and its WAL record, and what it would guard is harmless either way (a
+ * step journalled by a run that lost its lease that very moment is a step run at least once,
+ * as the journal allows; one committed in the instant its task expires, while the purge deletes
+ * it, may outlive the task: a row nothing reads).
  */
 function heldTask(taskId: string, lease: Lease, first: boolean) {
   const held = sql`id = ${taskId}::uuid and worker_id = ${lease.workerId}
     and attempt = ${lease.attempt}::int and status = 'working' and expires_at > now()`;
   return first
     ? sql`update tasks set journaled = true where ${held} returning id`
-    : sql`select id from tasks where ${held} for key share`;
+    : sql`select id from tasks where ${held}`;
 }
 
 /**
- * Commits a finished step, fenced by the lease: one statement, one durable commit. A step
- * another run journalled first stays as it was.
+ * Commits a finished step, fenced by the lease: one statement, one durable commit, prepared
+ * once per connection. A step another run journalled first stays as it was.
  * @returns the journalled row; `undefined` when the lease no longer holds and nothing was
  *   journalled under the name
  */
@@ -64,7 +69,7 @@ export async function commitStep(
   step: StepCommit,
   first: boolean,
 ): Promise<StepRow | undefined> {
-  const result = await sql<StepRow>`
+  const result = await sql<StepRow>`${prepared}
     with t as (${heldTask(taskId, lease, first)})
     insert into task_steps (task_id, name, position, state, attempts, started_at, ended_at, result)
     select t.id, ${step.name}, ${step.position}::int, 'COMPLETED', ${step.attempts}::int,
