@@ -126,6 +126,7 @@ describe('the schema declares authorization', () => {
       'Mutation.startTasks': { write: true },
       'Mutation.cancelTasks': { write: true },
       'Mutation.retryTask': { write: true },
+      'Mutation.signalTask': { write: true },
       'Subscription.taskUpdated': { read: true },
       'Subscription.tasksUpdated': { read: true },
     });
