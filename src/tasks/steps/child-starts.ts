@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database, TaskRow } from '../../db/types.js';
+import type { Database, StepRow, TaskRow } from '../../db/types.js';
 import { ServiceError } from '../../errors.js';
 import type { ChildOptions, KindRegistry } from '../kinds.js';
 import type { RetentionPolicy } from '../requests.js';
@@ -114,4 +114,29 @@ export class ChildStarts {
       }
     }
   }
+}
+
+/** The journal entry `startChildren` wrote for `child`, as the run keeps it in memory. */
+export function childEntry(
+  parentId: string,
+  name: string,
+  position: number,
+  child: TaskRow,
+): StepRow {
+  return {
+    task_id: parentId,
+    name,
+    position,
+    state: 'COMPLETED',
+    attempts: 1,
+    started_at: child.created_at,
+    ended_at: child.created_at,
+    wake_at: null,
+    child_id: child.id,
+    child_status: null,
+    signal_url: null,
+    wait_schema: null,
+    result: null,
+    error: null,
+  };
 }

@@ -13,12 +13,12 @@ import { failureOf } from '../runner/outcome.js';
 import { jsonText } from '../sql/common.js';
 import type { Lease } from '../sql/leases.js';
 import type { TaskFailure, TaskStatus } from '../status.js';
-import type { ChildStarts } from './child-starts.js';
+import { type ChildStarts, childEntry } from './child-starts.js';
 import { commitStep, completeWaits, loadJournal, recordStepFailure } from './journal-sql.js';
 import { checkStepName, MAX_STEP_RESULT_BYTES } from './names.js';
 import type { SignalUrls } from './signal-urls.js';
-import { type Satisfied, suspendOrSatisfy, type WaitSpec } from './suspend-sql.js';
-import { waitMessage } from './wait-message.js';
+import type { WaitSpec } from './suspend-sql.js';
+import { type Suspension, Waits } from './waits.js';
 
 /** What a run of a task needs for its steps, waits and children. */
 export interface DurableRunParts {
@@ -35,13 +35,6 @@ export interface DurableRunParts {
   lost(): void;
 }
 
-/** A wait reached and not satisfied, with the handler's promise to settle. */
-interface PendingWait {
-  spec: WaitSpec;
-  resolve(value: unknown): void;
-  reject(err: unknown): void;
-}
-
 /**
  * One run of a task's handler against its journal (DESIGN §16): `ctx.step`, the waits and
  * the children. A run that reaches waits it cannot satisfy is **suspended**: once no step's
@@ -54,8 +47,8 @@ interface PendingWait {
  */
 export class DurableRun {
   /** Settles once the task is suspended: the run is over. */
-  readonly suspended: Promise<{ row: TaskRow; wakeAt: Date | null }>;
-  private resolveSuspended!: (value: { row: TaskRow; wakeAt: Date | null }) => void;
+  readonly suspended: Promise<Suspension>;
+  private readonly waits: Waits;
   private steps = new Map<string, StepRow>();
   private signals = new Map<string, unknown>();
   private readonly used = new Set<string>();
@@ -64,19 +57,23 @@ export class DurableRun {
   private journaled: boolean;
   /** Step `fn`s and child starts in flight: no suspension while any runs. */
   private busy = 0;
-  private waits: PendingWait[] = [];
-  private deciding = false;
-  private decisionQueued = false;
-  private ended = false;
   /** Children started this run (with those of earlier runs: the limit's count). */
   private childCount: number;
 
   constructor(private readonly parts: DurableRunParts) {
     this.journaled = parts.row.journaled;
     this.childCount = parts.row.children_count;
-    this.suspended = new Promise((resolve) => {
-      this.resolveSuspended = resolve;
+    this.waits = new Waits(parts, {
+      busy: () => this.busy > 0,
+      satisfied: (name, value) => {
+        this.complete(name, value);
+        this.signals.delete(name);
+      },
+      journaled: () => {
+        this.journaled = true;
+      },
     });
+    this.suspended = this.waits.suspended;
   }
 
   /** Reads the journal when the task has one; a task that never journalled costs no read. */
@@ -91,7 +88,7 @@ export class DurableRun {
 
   /** The handler is done (returned, threw, or the run was stopped): nothing more is suspended. */
   end(): void {
-    this.ended = true;
+    this.waits.end();
   }
 
   /** Claims `name` for this run. @throws STEP_NAME_REUSED the second time */
@@ -151,7 +148,7 @@ export class DurableRun {
           'could not record a step failure',
         ),
       );
-      this.queueDecision();
+      this.waits.queueDecision();
       throw thrown;
     }
     try {
@@ -167,13 +164,17 @@ export class DurableRun {
       return written.result as T;
     } finally {
       this.busy--;
-      this.queueDecision();
+      this.waits.queueDecision();
     }
   }
 
   /** `ctx.sleep` and `ctx.sleepUntil`. */
   sleepUntil(name: string, at: Date): Promise<void> {
-    this.use(name, 'sleep name');
+    try {
+      this.use(name, 'sleep name');
+    } catch (err) {
+      return Promise.reject(err);
+    }
     if (!(at instanceof Date) || Number.isNaN(at.getTime()))
       return Promise.reject(new ServiceError('BAD_USER_INPUT', `sleep ${name}: not a date.`));
     const entry = this.steps.get(name);
@@ -199,7 +200,11 @@ export class DurableRun {
 
   /** `ctx.waitForSignal`. */
   waitForSignal<T>(name: string, options: SignalWaitOptions = {}): Promise<T | null> {
-    this.use(name, 'signal name');
+    try {
+      this.use(name, 'signal name');
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const entry = this.steps.get(name);
     if (entry?.state === 'COMPLETED') return Promise.resolve(entry.result as T | null);
     const schema = options.schema ?? null;
@@ -269,29 +274,14 @@ export class DurableRun {
         count: this.childCount,
       });
       this.journaled = true;
-      this.steps.set(name, {
-        task_id: this.parts.row.id,
-        name,
-        position: this.position(name),
-        state: 'COMPLETED',
-        attempts: 1,
-        started_at: row.created_at,
-        ended_at: row.created_at,
-        wake_at: null,
-        child_id: row.id,
-        child_status: null,
-        signal_url: null,
-        wait_schema: null,
-        result: null,
-        error: null,
-      });
+      this.steps.set(name, childEntry(this.parts.row.id, name, this.position(name), row));
       return this.childTask(name, row.id);
     } catch (err) {
       this.childCount--;
       throw err;
     } finally {
       this.busy--;
-      this.queueDecision();
+      this.waits.queueDecision();
     }
   }
 
@@ -335,79 +325,7 @@ export class DurableRun {
   }
 
   private wait(spec: WaitSpec): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      this.waits.push({ spec, resolve, reject });
-      this.queueDecision();
-    });
-  }
-
-  /**
-   * Decides, a turn of the event loop after the last wait or step settled, whether to
-   * suspend: with waits pending and nothing running.
-   */
-  private queueDecision(): void {
-    if (this.decisionQueued || this.ended) return;
-    this.decisionQueued = true;
-    setImmediate(() => {
-      this.decisionQueued = false;
-      void this.decide();
-    });
-  }
-
-  private async decide(): Promise<void> {
-    if (this.ended || this.deciding || this.busy > 0 || this.waits.length === 0) return;
-    if (this.parts.signal.aborted) return;
-    this.deciding = true;
-    const waits = this.waits;
-    this.waits = [];
-    const { db, row, lease, log } = this.parts;
-    try {
-      await this.parts.signalUrls.written();
-      const outcome = await suspendOrSatisfy(
-        db,
-        row.id,
-        lease,
-        waits.map((w) => w.spec),
-        waitMessage(waits.map((w) => w.spec)),
-      );
-      if (outcome.lost) {
-        this.parts.lost();
-        for (const wait of waits) wait.reject(new TaskAbortedError('lease-lost'));
-        return;
-      }
-      if ('suspended' in outcome) {
-        this.ended = true;
-        this.resolveSuspended({ row: outcome.suspended, wakeAt: outcome.wakeAt });
-        return;
-      }
-      this.journaled = true;
-      for (const wait of waits) {
-        const satisfied = outcome.satisfied.get(wait.spec.name);
-        if (!satisfied) this.waits.push(wait);
-        else this.settle(wait, satisfied);
-      }
-    } catch (err) {
-      // The database failed: the waits fail the attempt, which is retried.
-      log.warn({ err: coerceError(err), taskId: row.id }, 'could not suspend the task');
-      for (const wait of waits) wait.reject(err);
-    } finally {
-      this.deciding = false;
-      if (!this.ended && this.waits.length > 0) this.queueDecision();
-    }
-  }
-
-  private settle(wait: PendingWait, satisfied: Satisfied): void {
-    const { spec } = wait;
-    if ('child' in satisfied) {
-      const { childId, status, error } = satisfied.child;
-      wait.reject(new ChildTaskError(childId, status, error));
-      return;
-    }
-    if (spec.kind !== 'child') {
-      this.complete(spec.name, satisfied.value);
-      this.signals.delete(spec.name);
-    }
-    wait.resolve(satisfied.value);
+    return this.waits.wait(spec);
   }
 }
 

@@ -42,7 +42,10 @@ const journal = (app: TestApp, id: string): Promise<StepRow[]> =>
     .orderBy('position')
     .execute();
 
-it('a process stopped mid-pipeline and started again skips what is journalled', async () => {
+// Two starts of a process on a database on disk: tens of seconds on a loaded machine.
+it('a process stopped mid-pipeline and started again skips what is journalled', {
+  timeout: 120_000,
+}, async () => {
   const first = await start();
   const { task } = await first.app.tasks.start(ALICE, {
     kind: 'pipeline',
@@ -57,7 +60,7 @@ it('a process stopped mid-pipeline and started again skips what is journalled', 
   const done = await eventually(async () => {
     const now = await second.app.tasks.get(ALICE, task.id);
     return now?.status === 'working' ? undefined : now;
-  }, 20_000);
+  }, 60_000);
   expect(done?.status).toBe('completed');
   const after = await journal(second, task.id);
   expect(after.slice(0, before.length)).toEqual(before);

@@ -57,7 +57,8 @@ const started = (server: ServerProcess, id: string) =>
     .filter((l) => l.msg === 'step started' && l.taskId === id)
     .map((l) => l.step as string);
 
-describe.skipIf(backend === 'pglite')('the journal across processes', () => {
+// Server processes start in seconds on a busy machine, and a lost lease takes 1.5 s to lapse.
+describe.skipIf(backend === 'pglite')('the journal across processes', { timeout: 90_000 }, () => {
   useProcessSuite();
   /** Two workers of the test's own (each test kills one). */
   const workers = () => Promise.all([startServer('worker', short), startServer('worker', short)]);

@@ -39,7 +39,8 @@ const finished = (id: string) =>
 
 const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 
-describe('a durable sleep', () => {
+// A hundred tasks started, run and suspended: tens of seconds on a loaded machine.
+describe('a durable sleep', { timeout: 90_000 }, () => {
   it('holds no slot: with one slot, other tasks run to the end while it sleeps for an hour', async () => {
     const { task: sleeper } = await t.app.tasks.start(ALICE, {
       kind: 'pipeline',
