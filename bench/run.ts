@@ -4,7 +4,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres); works in a database of its own,
  * `taskhandle_bench`, dropped and made anew. All load goes to 127.0.0.1, bounded in time.
  * BENCH_PROFILE=1 writes `--cpu-prof` profiles of the servers to bench/profiles/.
- * BENCH_ONLY=accept,poll,event,drain,fanout,mcp,webhooks,deliveries,scaling,notify,pooler,tracing,schedules runs a subset (RESULTS.md is written only for a full run).
+ * BENCH_ONLY=accept,poll,event,drain,fanout,mcp,webhooks,deliveries,scaling,notify,pooler,tracing,steps,sleepers,children,schedules runs a subset (RESULTS.md is written only for a full run).
  * BENCH_WEBHOOK_PAIRS=n and BENCH_WEBHOOK_WARMUP=n set the webhooks row's sets of rounds (3) and the
  * tasks each round runs before it measures (1 000).
  * BENCH_SUBSCRIBERS=n changes the fan-out's size; BENCH_HEAP=/some/file writes heap snapshots of
@@ -38,6 +38,7 @@ import { pooler } from './pooler.js';
 import { ROOT } from './processes.js';
 import { scaling } from './scaling.js';
 import { schedules } from './schedules.js';
+import { steps } from './steps.js';
 import { tracing } from './tracing.js';
 import { webhooks } from './webhooks.js';
 
@@ -90,6 +91,8 @@ async function main(): Promise<void> {
   if (runs('pooler')) await pooler(token);
   if (runs('tracing')) await tracing(token);
   if (runs('schedules')) await schedules();
+  // DESIGN §16: steps against plain awaits, 10 000 sleepers, 1 000 children.
+  if (runs('steps') || runs('sleepers') || runs('children')) await steps();
 
   const summary = [
     '## Targets',

@@ -4,8 +4,8 @@ import { propagation } from '@opentelemetry/api';
 import type { TaskRow } from '../src/db/types.js';
 import { traceRequest } from '../src/http/trace.js';
 import { attemptSpan, recordClaim } from '../src/tasks/runner/trace.js';
+import type { ClaimedDelivery } from '../src/tasks/webhooks/deliveries.js';
 import { contextOf, currentTraceParent, tracingOn } from '../src/tracing/tracer.js';
-import type { ClaimedDelivery } from '../src/webhook-delivery/outbox.js';
 import { endAttemptSpan, startAttemptSpan } from '../src/webhook-delivery/trace.js';
 import {
   best,

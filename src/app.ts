@@ -23,6 +23,7 @@ import { attachWebSockets } from './faces/graphql/ws.js';
 import { createYogaServer } from './faces/graphql/yoga.js';
 import { createMcpFace } from './faces/mcp/handler.js';
 import { createRestHandler } from './faces/rest/routes.js';
+import { createSignalUrlHandler } from './faces/rest/signal-urls.js';
 import { createDashboardHandler } from './http/dashboard.js';
 import { requestLogger } from './http/request-log.js';
 import { createHttpServer } from './http/server.js';
@@ -150,22 +151,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   const events = new TaskEvents(db.listener(log), (id) => findStoredTask(db.kysely, id), log);
   // A process that runs no tasks and sends no deliveries needs only the news of changes.
   await events.start({ work: config.role !== 'api' });
-  const tasks = new TaskService(
-    db.kysely,
-    events,
-    kinds,
-    config.tasks,
-    log,
-    config.webhooks,
-    new RateLimiter(config.limits),
-  );
-
-  const schedules = new ScheduleService(db.kysely, tasks, options.scheduleClock);
-
   const metrics = new Metrics({ db: db.kysely, log, token: config.metricsToken });
   events.onReconnect(() => metrics.listenReconnected());
   registerEventHubSeries(metrics.registry, events);
   const runsTasks = config.role !== 'api';
+  /** The address `listen` resolved, for signal URLs when PUBLIC_URL is unset. */
+  let listeningAt: string | undefined;
   const workerId = options.workerId ?? randomUUID();
   const servesApi = config.role !== 'worker';
   const runner = runsTasks
@@ -179,10 +170,22 @@ export async function createApp(options: AppOptions): Promise<App> {
         prefetch: config.runnerPrefetch,
         leaseMs: config.tasks.leaseMs,
         observer: metrics,
+        retention: config.tasks,
+        publicUrl: () => config.publicUrl ?? listeningAt ?? `http://${hostPort(config)}`,
       })
     : undefined;
-  // A task started here, of a kind run here, may be inserted already claimed (`storeHere`).
-  if (runner && servesApi) tasks.runHere(runner);
+  const tasks = new TaskService({
+    db: db.kysely,
+    events,
+    kinds,
+    retention: config.tasks,
+    log,
+    webhookPolicy: config.webhooks,
+    rateLimiter: new RateLimiter(config.limits),
+    // A task started here, of a kind run here, may be inserted already claimed (`StartsHere`).
+    runner: servesApi ? runner : undefined,
+  });
+  const schedules = new ScheduleService(db.kysely, tasks, options.scheduleClock);
   const purger = runsTasks
     ? new Purger(db.kysely, config.tasks.purgeIntervalMs, log, {
         onBatch: (rows) => metrics.purgeBatch(rows),
@@ -241,6 +244,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         ? [
             ...(config.graphiql ? [createGraphiQLHandler({ devToken })] : []),
             createRestHandler({ tasks, schedules, verifier, log }),
+            createSignalUrlHandler({ tasks, log }),
             mcp.handle,
             createA2AHandler({
               tasks,
@@ -287,8 +291,8 @@ export async function createApp(options: AppOptions): Promise<App> {
         server.once('error', reject);
         server.listen(config.port, config.host, () => {
           const { port } = server.address() as AddressInfo;
-          const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-          resolve(`http://${host}:${port}`);
+          listeningAt = `http://${hostPort({ host: config.host, port })}`;
+          resolve(listeningAt);
         });
       }),
     stop: () =>
@@ -322,4 +326,9 @@ export async function createApp(options: AppOptions): Promise<App> {
         await step('database', () => db.close());
       })()),
   };
+}
+
+/** `host:port` as a URL writes it (an IPv6 address in brackets). */
+function hostPort({ host, port }: { host: string; port: number }): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }

@@ -9,6 +9,11 @@ export type ErrorCode =
   | 'IDEMPOTENCY_KEY_REUSED'
   // DESIGN §15: retryTask on a task that is not FAILED or CANCELLED.
   | 'TASK_NOT_RETRYABLE'
+  // DESIGN §16: the same step name twice in one run (fails the attempt); a second, different
+  // payload for a signal; a child task that failed or was cancelled, when not caught.
+  | 'STEP_NAME_REUSED'
+  | 'SIGNAL_ALREADY_SENT'
+  | 'CHILD_FAILED'
   // DESIGN §12: limits and faults.
   | 'RATE_LIMITED'
   | 'SERVICE_UNAVAILABLE'

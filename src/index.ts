@@ -3,9 +3,13 @@ export { type App, type AppOptions, createApp } from './app.js';
 export { type Config, ConfigError, loadConfig } from './config/config.js';
 export { builtInKinds } from './kinds/index.js';
 export {
+  type ChildOptions,
+  type ChildTask,
+  ChildTaskError,
   defineTaskKind,
   type InputQuestion,
   type OwnTasksRequest,
+  type SignalWaitOptions,
   type TaskContext,
   TaskFailedError,
   type TaskKind,

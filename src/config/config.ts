@@ -17,6 +17,11 @@ export type Role = 'api' | 'worker' | 'all';
 export interface Config {
   port: number;
   host: string;
+  /**
+   * The address outside systems reach this server at, without a trailing slash: signal URLs
+   * (DESIGN §16) start with it. Unset: `http://HOST:PORT` as the server listens.
+   */
+  publicUrl: string | undefined;
   /** `postgres://…` for a Postgres server; undefined → PGlite in `dataDir`. */
   databaseUrl: string | undefined;
   /**
@@ -195,6 +200,7 @@ export function loadConfig(env: Env = process.env): Config {
   const config: Config = {
     port: int(env, 'PORT', 4000, 0, 65_535),
     host,
+    publicUrl: url(env, 'PUBLIC_URL', ['http:', 'https:'])?.replace(/\/+$/, ''),
     databaseUrl,
     databaseListenUrl,
     dataDir: str(env, 'DATA_DIR') ?? './.data',

@@ -61,8 +61,11 @@ export interface TasksTable {
   retry_factor: Defaulted<number>;
   retry_max_delay_ms: Defaulted<number>;
   last_error: TaskFailure | null;
-  /** Why an unleased WORKING task is not claimable now: its time, or its key's limit. */
-  hold: 'time' | 'key' | null;
+  /**
+   * Why an unleased WORKING task is not claimable now: its time (a delay, a backoff, a timed
+   * wait), its key's limit, or a wait with no wake-up instant (DESIGN §16, migration 0008).
+   */
+  hold: 'time' | 'key' | 'wait' | null;
   // DESIGN §15 (migrations/0005_labels.sql).
   labels: Defaulted<Record<string, string>>;
   retry_of: string | null;
@@ -70,9 +73,60 @@ export interface TasksTable {
   trace_parent: string | null;
   /** DESIGN §17: the schedule that started this task, if any (0009). */
   schedule_key: Defaulted<string | null>;
+  // DESIGN §16 (migrations/0008_steps.sql).
+  parent_id: Defaulted<string | null>;
+  journaled: Defaulted<boolean>;
+  children_count: Defaulted<number>;
+  children_waiting: Defaulted<number>;
 }
 
 export type TaskRow = Selectable<TasksTable>;
+
+/** A journalled step's state (DESIGN §16), as stored. */
+export type StepState =
+  | 'RUNNING'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'SLEEPING'
+  | 'WAITING_SIGNAL'
+  | 'WAITING_CHILD';
+
+/** One entry of a task's journal: a step, a wait, or a child started. */
+export interface TaskStepsTable {
+  task_id: string;
+  name: string;
+  /** The order in which the step first ran, from 1. */
+  position: number;
+  state: StepState;
+  attempts: Defaulted<number>;
+  started_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  ended_at: NullableTimestamp;
+  wake_at: NullableTimestamp;
+  child_id: string | null;
+  /** The child's final status, once it ended. */
+  child_status: TaskStatus | null;
+  signal_url: string | null;
+  wait_schema: Json;
+  result: Json;
+  error: Json;
+}
+
+/** The first payload of a signal (task, name). */
+export interface TaskSignalsTable {
+  task_id: string;
+  name: string;
+  payload: Json;
+  received_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** A signal URL's token, by its sha256. */
+export interface TaskSignalTokensTable {
+  token_hash: Buffer;
+  task_id: string;
+  name: string;
+}
+
+export type StepRow = Selectable<TaskStepsTable>;
 
 type NullableTimestamp = ColumnType<Date | null, Date | string | null, Date | string | null>;
 
@@ -155,6 +209,9 @@ export interface Database {
   task_deliveries: TaskDeliveriesTable;
   task_labels: TaskLabelsTable;
   schedules: SchedulesTable;
+  task_steps: TaskStepsTable;
+  task_signals: TaskSignalsTable;
+  task_signal_tokens: TaskSignalTokensTable;
 }
 
 /** What a query runs on: the process's Kysely instance or a transaction on it. */

@@ -1,6 +1,7 @@
 import { defineTaskKind, TaskFailedError } from '../tasks/kinds.js';
 
-function delay(ms: number, signal: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or rejects with the signal's reason once it aborts. */
+export function delay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     signal.throwIfAborted();
     const onAbort = () => {

@@ -7,13 +7,14 @@ import type { Actor } from './requests.js';
 import { cancelTask } from './sql/cancel.js';
 import { cancelBatch, countMatching } from './sql/cancel-many.js';
 import { findVisibleTask } from './sql/find.js';
+import { cancelDescendants } from './steps/cascade.js';
 import { type Task, toTask } from './task.js';
 import { checkId } from './validation.js';
 import { ownerFor } from './visibility.js';
 
 /**
- * Cancels an active task the actor may see (`owner` null: an admin's, any); a cancelled one
- * is returned unchanged, `changed` false.
+ * Cancels an active task the actor may see (`owner` null: an admin's, any), and its
+ * non-terminal descendants (DESIGN §16); a cancelled one is returned unchanged, `changed` false.
  * @throws ServiceError TASK_TERMINAL for a task that already finished otherwise
  */
 export async function cancelOne(
@@ -26,12 +27,17 @@ export async function cancelOne(
   const changed = await cancelTask(db, taskId, owner);
   if (changed) {
     events.committed(changed.id, changed.version);
+    if (changed.children_count > 0) await cancelDescendants(db, events, [changed.id]);
     return { task: toTask(changed), changed: true };
   }
   // Nothing changed: the task is unknown, gone, or already final — and final never changes back.
   const row = await findVisibleTask(db, taskId, owner);
   if (!row) throw notFound();
-  if (row.status === 'cancelled') return { task: toTask(row), changed: false };
+  if (row.status === 'cancelled') {
+    // Again, for descendants a first cancel may have left (its cascade cut short by a fault).
+    if (row.children_count > 0) await cancelDescendants(db, events, [row.id]);
+    return { task: toTask(row), changed: false };
+  }
   throw new ServiceError('TASK_TERMINAL', `The task is already ${row.status}.`);
 }
 
@@ -71,6 +77,8 @@ export async function cancelMatching(
     const batch = await cancelBatch(db, owner, checked, after, CANCEL_BATCH_SIZE);
     for (const { id, version } of batch.cancelled) events.committed(id, version);
     cancelled += batch.cancelled.length;
+    const parents = batch.cancelled.filter((t) => t.children_count > 0).map((t) => t.id);
+    if (parents.length > 0) await cancelDescendants(db, events, parents);
     after = batch.next;
   } while (after);
   return { matched, cancelled, owner, filter: checked };

@@ -1,6 +1,6 @@
 import { ServiceError } from '../errors.js';
 import { TASK_STATUSES, type TaskStatus } from './status.js';
-import { checkLabels } from './validation.js';
+import { checkId, checkLabels } from './validation.js';
 
 /**
  * Which of an owner's tasks a list, a subscription or a bulk cancel is about (DESIGN §15).
@@ -17,6 +17,8 @@ export interface TaskFilter {
   createdBefore?: Date | null | undefined;
   /** Admins only: whose tasks. Default: the caller's own. */
   owner?: string | null | undefined;
+  /** The children of this task (DESIGN §16). */
+  parentId?: string | null | undefined;
 }
 
 /** A filter after `checkFilter`: lists deduplicated, absent conditions null. */
@@ -26,6 +28,7 @@ export interface CheckedFilter {
   labels: Record<string, string> | null;
   createdAfter: Date | null;
   createdBefore: Date | null;
+  parentId: string | null;
 }
 
 /** Most kinds one filter may name: each is one walk of an index, merged. */
@@ -74,6 +77,7 @@ export function checkFilter(filter: TaskFilter | null | undefined): CheckedFilte
     labels: Object.keys(labels).length ? labels : null,
     createdAfter: checkDate(f.createdAfter, 'createdAfter'),
     createdBefore: checkDate(f.createdBefore, 'createdBefore'),
+    parentId: f.parentId == null ? null : checkId(f.parentId),
   };
 }
 
@@ -84,7 +88,8 @@ export function isEmptyFilter(filter: CheckedFilter): boolean {
     filter.kinds === null &&
     filter.labels === null &&
     filter.createdAfter === null &&
-    filter.createdBefore === null
+    filter.createdBefore === null &&
+    filter.parentId === null
   );
 }
 
@@ -94,6 +99,7 @@ export interface Filterable {
   kind: string;
   labels: Readonly<Record<string, string>>;
   createdAt: Date;
+  parentId: string | null;
 }
 
 /** A stored row as `matches` reads it. */
@@ -102,12 +108,14 @@ export function filterable(row: {
   kind: string;
   labels: Record<string, string> | null;
   created_at: Date;
+  parent_id: string | null;
 }): Filterable {
   return {
     status: row.status,
     kind: row.kind,
     labels: row.labels ?? {},
     createdAt: row.created_at,
+    parentId: row.parent_id ?? null,
   };
 }
 
@@ -118,6 +126,7 @@ export function filterable(row: {
 export function matches(task: Filterable, filter: CheckedFilter): boolean {
   if (filter.statuses && !filter.statuses.includes(task.status)) return false;
   if (filter.kinds && !filter.kinds.includes(task.kind)) return false;
+  if (filter.parentId && task.parentId !== filter.parentId) return false;
   if (filter.labels)
     for (const [key, value] of Object.entries(filter.labels))
       if (task.labels[key] !== value) return false;

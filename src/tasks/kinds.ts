@@ -23,6 +23,37 @@ export interface InputQuestion {
   schema?: Record<string, unknown>;
 }
 
+/** What `ctx.startChild` may set of a child task (DESIGN §16); the rest is the kind's. */
+export interface ChildOptions {
+  priority?: number;
+  labels?: Record<string, string>;
+  retry?: Partial<RetryPolicy>;
+  concurrencyKey?: string;
+  concurrencyLimit?: number;
+  /** At most what is left of the parent's retention, which is also the default. */
+  ttlMs?: number;
+}
+
+/** A child task as its parent's handler holds it. */
+export interface ChildTask {
+  readonly id: string;
+  /**
+   * The child's result, waited for durably: while the child runs, the parent is suspended
+   * (no slot, no lease) and runs again once it ended. Rejects with a `ChildTaskError` when the
+   * child ended FAILED or CANCELLED. Await many at once (`Promise.all`): the parent then wakes
+   * when all of them ended, or at the first failure, not once per child.
+   */
+  result<R = unknown>(): Promise<R>;
+}
+
+/** What `ctx.waitForSignal` may be told. */
+export interface SignalWaitOptions {
+  /** Resolve `null` once this long passed since the wait was first reached. @default none */
+  timeoutMs?: number;
+  /** JSON Schema a payload must satisfy; one that does not is refused (BAD_USER_INPUT). */
+  schema?: Record<string, unknown>;
+}
+
 /** What a handler gets. */
 export interface TaskContext<Input = unknown> {
   readonly taskId: string;
@@ -56,6 +87,40 @@ export interface TaskContext<Input = unknown> {
    * owner could list themselves, and nothing else of the store.
    */
   listOwnTasks(request: OwnTasksRequest): Promise<TaskPage>;
+  /**
+   * Runs `fn` once per task (DESIGN §16): its result (JSON, at most 1 MiB) is committed to the
+   * task's journal under `name` before this resolves, and any later run of the task (a retry,
+   * a lost worker, a wake-up) gets the journalled result without calling `fn`. A step that
+   * throws records the error and the throw goes on. `name`: 1..128 printable characters, once
+   * per run (twice: STEP_NAME_REUSED, failing the attempt). A value comes back as JSON would
+   * give it (`undefined` as `null`, Dates as text), on the first run as on the later ones.
+   */
+  step<T>(name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T>;
+  /** Waits `ms` durably: the task is suspended (no slot, no lease) and runs again after. */
+  sleep(name: string, ms: number): Promise<void>;
+  /** Waits until `at` durably, as `sleep`. */
+  sleepUntil(name: string, at: Date): Promise<void>;
+  /**
+   * Waits durably for the signal `name` (`signalTask`, REST, or `signalUrl(name)`): resolves
+   * with its payload, also when it was sent before the wait was reached; `null` once
+   * `timeoutMs` passed.
+   */
+  waitForSignal<T = unknown>(name: string, options?: SignalWaitOptions): Promise<T | null>;
+  /**
+   * A capability URL an outside system may POST the signal `name`'s payload to, without a
+   * token: bound to this task and name, dead once the task ends. The same URL on every run.
+   */
+  signalUrl(name: string): string;
+  /**
+   * Starts a task of the same owner as this one's child, once per `name`: a later run gets the
+   * same child back. Its retention defaults to, and may not outlast, this task's.
+   */
+  startChild(
+    name: string,
+    kind: string,
+    input: unknown,
+    options?: ChildOptions,
+  ): Promise<ChildTask>;
 }
 
 /**
@@ -138,6 +203,26 @@ export class TaskFailedError extends Error {
   ) {
     super(message);
     this.name = 'TaskFailedError';
+  }
+}
+
+/**
+ * A child task ended FAILED or CANCELLED (`child.result()`, DESIGN §16). A handler may catch it
+ * and go on; uncaught, it fails the parent at once with CHILD_FAILED (the child's end is in the
+ * journal: a retry would meet it again).
+ */
+export class ChildTaskError extends Error {
+  readonly code = 'CHILD_FAILED';
+
+  constructor(
+    readonly childId: string,
+    readonly status: TaskStatus,
+    readonly error: { code: string; message: string } | null,
+  ) {
+    super(
+      `Child task ${childId} ended ${status.toUpperCase()}${error ? ` (${error.code}: ${error.message})` : ''}.`,
+    );
+    this.name = 'ChildTaskError';
   }
 }
 

@@ -28,7 +28,8 @@ export type RunOutcome =
   | 'expired'
   | 'timeout'
   | 'lease-lost'
-  | 'shutdown';
+  | 'shutdown'
+  | 'suspended';
 
 /**
  * `delivered` (2xx), `retry` (no 2xx answer, tried again later), `failed` (given up), `gone`

@@ -3,6 +3,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/types.js';
 import { coerceError } from '../errors.js';
+import { deliveriesGone, deliveriesOfBatch } from './webhooks/deliveries.js';
 
 export interface PurgeOptions {
   /** Rows per DELETE statement. @default 1000 */
@@ -20,7 +21,7 @@ export interface PurgeOptions {
 }
 
 /**
- * Deletes expired tasks, with their labels, webhooks and deliveries, in batches of `batchSize`, each
+ * Deletes expired tasks, with their labels, webhooks, deliveries and journals, in batches of `batchSize`, each
  * batch its own short statement that skips rows locked by anyone else (a worker mid-write,
  * another purging process) instead of waiting for them, until a batch comes back short.
  * @returns rows deleted
@@ -44,15 +45,7 @@ export async function purgeExpired(
         order by expires_at
         limit ${batchSize}::int
         for update skip locked
-      ), free as (
-        -- the batch's deliveries that no worker is writing at this moment
-        select id, task_id from task_deliveries where task_id in (select id from batch)
-        for update skip locked
-      ), held as (
-        -- tasks with a delivery a worker is writing: left for the next pass
-        select task_id from task_deliveries
-        where task_id in (select id from batch) and id not in (select id from free)
-      ), gone as (
+      ), ${deliveriesOfBatch}, gone as (
         delete from tasks
         where id in (select id from batch) and id not in (select task_id from held)
         returning id
@@ -60,10 +53,15 @@ export async function purgeExpired(
         delete from task_webhooks where task_id in (select id from gone)
       ), labels as (
         delete from task_labels where task_id in (select id from gone)
-      ), deliveries as (
-        delete from task_deliveries
-        where id in (select id from free) and task_id in (select id from gone)
-      )
+      ), steps as (
+        -- the journal, kept signals and signal URLs (DESIGN §16); a task's children expire
+        -- no later than it, and go in their own batch
+        delete from task_steps where task_id in (select id from gone)
+      ), signals as (
+        delete from task_signals where task_id in (select id from gone)
+      ), tokens as (
+        delete from task_signal_tokens where task_id in (select id from gone)
+      ), ${deliveriesGone}
       select (select count(*)::int from gone) as n, (select count(*)::int from batch) as batched`.execute(
       db,
     );

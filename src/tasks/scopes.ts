@@ -21,6 +21,8 @@ export const SCOPE_OF = {
   startTasks: SCOPES.write,
   cancelTasks: SCOPES.write,
   retryTask: SCOPES.write,
+  // DESIGN §16.
+  signalTask: SCOPES.write,
   task: SCOPES.read,
   tasks: SCOPES.read,
   taskUpdated: SCOPES.read,

@@ -21,24 +21,37 @@ import type {
   TaskPage,
 } from './requests.js';
 import { retryTask } from './rerun.js';
-import {
-  clampTtl,
-  prepareStart,
-  type RunsHere,
-  type StartContext,
-  startBatch,
-  storeHere,
-  writeStart,
-} from './start.js';
-import { StartCoalescer } from './start-coalescer.js';
+import { prepareStart, type StartContext, startBatch, writeStart } from './start.js';
+import { type RunsHere, StartsHere } from './start-here.js';
+import { sendSignal } from './steps/signals.js';
+import { listSteps, type TaskStep, toTaskStep } from './steps/view.js';
 import { type Task, toTask, visible } from './task.js';
 import { checkId } from './validation.js';
-import { ownerFor } from './visibility.js';
+import { mayReadPayloads, ownerFor } from './visibility.js';
 import type { WebhookRequest } from './webhooks/rules.js';
 import { TaskWebhooks } from './webhooks/task-webhooks.js';
 
 /** The request and answer shapes live beside the service; importers keep this path. */
 export * from './requests.js';
+
+/** What the task service works with. */
+export interface TaskServiceOptions {
+  db: Kysely<Database>;
+  events: TaskEvents;
+  kinds: KindRegistry;
+  retention: RetentionPolicy;
+  log: Logger;
+  /** Whether webhooks may point at private addresses. @default { allowPrivate: false } */
+  webhookPolicy?: { allowPrivate: boolean };
+  /** Per principal and process (DESIGN §12). @default none */
+  rateLimiter?: RateLimiter;
+  /**
+   * This process's runner, when it runs tasks as well as serving requests: a task started
+   * here, of a kind it runs, is inserted already leased to it and runs at once when it has a
+   * slot free (see `StartsHere`).
+   */
+  runner?: RunsHere | undefined;
+}
 
 /**
  * The task operations every face uses. Every call is scoped to its actor: another principal's
@@ -52,29 +65,23 @@ export class TaskService {
    * (`authorize` before reading a body, `refused` for a request without a valid token).
    */
   readonly gate: Gate;
-  private readonly starts: StartCoalescer;
-  private runner: RunsHere | undefined;
+  private readonly starts: StartsHere;
+  private readonly db: Kysely<Database>;
+  private readonly events: TaskEvents;
+  private readonly kinds: KindRegistry;
+  private readonly retention: RetentionPolicy;
+  private readonly log: Logger;
 
-  constructor(
-    private readonly db: Kysely<Database>,
-    private readonly events: TaskEvents,
-    private readonly kinds: KindRegistry,
-    private readonly retention: RetentionPolicy,
-    private readonly log: Logger,
-    webhookPolicy: { allowPrivate: boolean } = { allowPrivate: false },
-    rateLimiter?: RateLimiter,
-  ) {
-    this.gate = new Gate(log, rateLimiter);
-    this.webhooks = new TaskWebhooks(db, webhookPolicy.allowPrivate);
-    this.starts = new StartCoalescer(db);
-  }
-
-  /**
-   * This process's runner: a task started here, of a kind it runs, is inserted already leased
-   * to it and runs at once when it has a slot free (see `storeHere`).
-   */
-  runHere(runner: RunsHere): void {
-    this.runner = runner;
+  constructor(options: TaskServiceOptions) {
+    const { db, events, log } = options;
+    this.db = db;
+    this.events = events;
+    this.kinds = options.kinds;
+    this.retention = options.retention;
+    this.log = log;
+    this.gate = new Gate(log, options.rateLimiter);
+    this.webhooks = new TaskWebhooks(db, options.webhookPolicy?.allowPrivate ?? false);
+    this.starts = new StartsHere(db, events, options.runner);
   }
 
   listKinds(): TaskKind[] {
@@ -83,10 +90,6 @@ export class TaskService {
 
   private scope(actor: Actor): string | null {
     return actor.admin ? null : actor.id;
-  }
-
-  clampTtl(ttlMs: number | null | undefined, kindTtl: number | undefined): number {
-    return clampTtl(this.retention, ttlMs, kindTtl);
   }
 
   /**
@@ -98,13 +101,7 @@ export class TaskService {
       actor,
       'startTask',
       null,
-      () =>
-        storeHere(
-          (entry) => this.starts.store(entry),
-          prepareStart(this.startContext(), actor, request),
-          this.runner,
-          this.events,
-        ),
+      () => this.starts.store(prepareStart(this.startContext(), actor, request)),
       ({ task, created }) => [task.id, created ? 'created' : 'replayed'],
     );
   }
@@ -264,17 +261,106 @@ export class TaskService {
 
   /**
    * Starts a FAILED or CANCELLED task of the actor again as a new task linked by `retryOf`
-   * (same kind, input and labels, a fresh retention); the old one stays as it was.
-   * @throws ServiceError TASK_NOT_RETRYABLE for a task still active, or completed
+   * (same kind, input and labels, a fresh retention); the old one stays as it was. With
+   * `fromStep` (DESIGN §16), the new task starts with the old one's journal up to, not
+   * including, that step, in the order the steps first ran: it re-runs from there.
+   * @throws ServiceError TASK_NOT_RETRYABLE for a task still active, or completed;
+   *   BAD_USER_INPUT for a `fromStep` not in the journal
    */
-  retry(actor: Actor, id: string): Promise<Task> {
+  retry(actor: Actor, id: string, options: { fromStep?: string | null } = {}): Promise<Task> {
     return this.gate.around(
       actor,
       'retryTask',
       id,
-      () => retryTask(this.db, this.kinds, actor, id),
+      () => retryTask(this.db, this.kinds, actor, id, options.fromStep ?? null),
       (task) => [task.id, 'created'],
     );
+  }
+
+  /**
+   * Sends the signal `name` to a task of the actor (admins: anyone's) (DESIGN §16): kept,
+   * and the task woken if it waits for it.
+   * @returns the task after the signal, and whether this call was the first with this payload
+   *   (false: a repeat of the same payload, answered as the first)
+   * @throws ServiceError NOT_FOUND, TASK_TERMINAL, BAD_USER_INPUT (a bad name or payload, or
+   *   one that fails the waiting handler's schema), SIGNAL_ALREADY_SENT (another payload)
+   */
+  signal(
+    actor: Actor,
+    id: string,
+    name: string,
+    payload: unknown,
+  ): Promise<{ task: Task; first: boolean }> {
+    return this.gate.around(
+      actor,
+      'signalTask',
+      id,
+      async () => {
+        const sent = await sendSignal(
+          this.db,
+          { by: 'id', id: checkId(id), name, owner: this.scope(actor) },
+          payload,
+        );
+        this.events.committed(sent.row.id, sent.row.version);
+        return { task: toTask(sent.row), first: sent.first };
+      },
+      ({ first }) => [null, first ? 'sent' : 'repeated', { name }],
+    );
+  }
+
+  /**
+   * Sends the signal a signal URL's `token` is bound to (`ctx.signalUrl`, DESIGN §16), for a
+   * caller without a token: it learns nothing of the task. Audited as principal `signal-url`.
+   * @returns whether this call was the first with this payload
+   * @throws ServiceError NOT_FOUND for a token unknown, used up (its signal was sent with
+   *   another payload) or whose task ended, alike; BAD_USER_INPUT for a payload that fails the
+   *   waiting handler's schema
+   */
+  signalByUrl(token: string, payload: unknown): Promise<{ first: boolean }> {
+    return this.gate
+      .around(
+        SIGNAL_URL_ACTOR,
+        'signalTask',
+        null,
+        async () => {
+          const sent = await sendSignal(this.db, { by: 'token', token }, payload);
+          this.events.committed(sent.row.id, sent.row.version);
+          return { taskId: sent.row.id, name: sent.name, first: sent.first };
+        },
+        ({ taskId, first, name }) => [taskId, first ? 'sent' : 'repeated', { name }],
+      )
+      .then(({ first }) => ({ first }));
+  }
+
+  /**
+   * The task's journal (DESIGN §16 `Task.steps`), in the order the steps first ran, for its
+   * owner and admins (results and signal URLs for the owner only).
+   * @returns null for a task the actor cannot see
+   */
+  steps(actor: Actor, id: string): Promise<TaskStep[] | null> {
+    return this.gate.around(
+      actor,
+      'task',
+      id,
+      async () => {
+        const row = await this.events.read(checkId(id));
+        if (!visible(row, this.scope(actor))) return null;
+        const payloads = mayReadPayloads({ owner: row.owner }, actor);
+        return (await listSteps(this.db, row.id)).map((step) => toTaskStep(step, payloads));
+      },
+      (steps) => [null, steps ? `ok:${steps.length}` : 'not_found'],
+    );
+  }
+
+  /**
+   * One page of a task's children, newest first (DESIGN §16 `Task.children`): `list` with
+   * `filter.parentId`, so the same rules and filters apply.
+   */
+  children(actor: Actor, id: string, request: ListRequest = {}): Promise<TaskPage> {
+    return this.list(actor, {
+      ...request,
+      filter: { ...request.filter, parentId: checkId(id) },
+    });
   }
 
   /**
@@ -318,6 +404,9 @@ export class TaskService {
     );
   }
 }
+
+/** Who sends a signal through a signal URL, in the audit trail and for the rate limit. */
+const SIGNAL_URL_ACTOR: Actor = Object.freeze({ id: 'signal-url', admin: false });
 
 /** Rows one bulk-cancel statement may lock at most. */
 export { CANCEL_BATCH_SIZE } from './cancel.js';

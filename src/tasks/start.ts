@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { DatabaseUnavailable } from '../db/faults.js';
 import type { Executor, TaskRow } from '../db/types.js';
 import { ServiceError } from '../errors.js';
 import { currentTraceParent } from '../tracing/tracer.js';
-import type { TaskEvents } from './events/hub.js';
 import { type KindRegistry, validateAgainst } from './kinds.js';
 import { resolveManagedWork } from './managed.js';
 import { type Actor, MAX_BATCH_SIZE, type RetentionPolicy, type StartRequest } from './requests.js';
-import type { Reservation } from './runner/reservations.js';
 import { type InsertLease, type InsertOutcome, insertTask, type NewTask } from './sql/insert.js';
 import { type Task, toTask } from './task.js';
 import { checkIdempotencyKey, checkLabels, checkPayload } from './validation.js';
@@ -18,15 +15,18 @@ import type { TaskWebhooks } from './webhooks/task-webhooks.js';
 export interface PreparedStart {
   task: NewTask;
   webhook: NewWebhook | null;
-  /** Inserted already leased to this process's runner, which runs it at once (`storeHere`). */
+  /** Inserted already leased to this process's runner, which runs it at once (`StartsHere`). */
   lease?: InsertLease;
 }
 
-/** What preparing a start request reads: the kinds, the retention bounds, the webhook checks. */
+/**
+ * What preparing a start request reads: the kinds, the retention bounds, the webhook checks
+ * (none for a child task, which has no webhook).
+ */
 export interface StartContext {
   kinds: KindRegistry;
   retention: RetentionPolicy;
-  webhooks: TaskWebhooks;
+  webhooks?: TaskWebhooks;
 }
 
 /** The retention a task gets: asked, else its kind's, else the default, within the bounds. */
@@ -57,7 +57,7 @@ export function prepareStart(
   const now = Date.now();
   const managed = resolveManagedWork(request, kind, retention.maxTtlMs, now, now + ttlMs);
   const labels = checkLabels(request.labels);
-  const webhook = request.webhook == null ? null : webhooks.prepare(request.webhook);
+  const webhook = request.webhook == null || !webhooks ? null : webhooks.prepare(request.webhook);
   return {
     task: {
       id: randomUUID(),
@@ -84,50 +84,6 @@ export interface StoredStart {
   created: boolean;
   /** The row as stored (leased, when the insert was the claim). */
   row: TaskRow;
-}
-
-/** This process's runner as a start sees it (`Runner.reserve`). */
-export interface RunsHere {
-  reserve(kind: string): Reservation | undefined;
-}
-
-/**
- * Stores a prepared start with `store` (the coalescer) and hands its row to `events`. When this process's runner has a slot
- * free for it and knows of no task waiting for one, the task is inserted already leased to it
- * and runs as soon as the insert commits: the insert is the claim, and one commit and one
- * NOTIFY hop fewer lie between the start and the task's end. Only a task due now without a
- * concurrency limit: any other waits for a claim, which keeps the key's limit and the
- * priority order in one place (`taskhandle_claim_tasks`).
- */
-export async function storeHere(
-  store: (entry: PreparedStart) => Promise<StoredStart>,
-  entry: PreparedStart,
-  runner: RunsHere | undefined,
-  events: TaskEvents,
-): Promise<StoredStart> {
-  const { task } = entry;
-  const reservation =
-    task.runAt === null && task.concurrencyLimit === null ? runner?.reserve(task.kind) : undefined;
-  // The stored row goes to this process's row cache, so that the polls and the subscription
-  // that follow a start need not read it back.
-  const writes = events.writing([task.id]);
-  let stored: StoredStart;
-  try {
-    stored = await store(reservation ? { ...entry, lease: reservation.lease } : entry);
-  } catch (err) {
-    events.written(writes, []);
-    // A refusal stored nothing; any other failure may have come after the commit.
-    if (err instanceof ServiceError && !(err instanceof DatabaseUnavailable))
-      reservation?.abandoned();
-    else reservation?.lost(task.id);
-    throw err;
-  }
-  events.written(writes, [stored.row]);
-  if (reservation) {
-    if (stored.created) reservation.inserted(stored.row);
-    else reservation.abandoned();
-  }
-  return stored;
 }
 
 /** Stores a prepared task on `db` (the process's pool, or a batch's transaction). */

@@ -43,6 +43,8 @@ export interface Task {
   retryOf: string | null;
   /** The schedule that started it (DESIGN §17), if any. */
   scheduleKey: string | null;
+  /** The task whose handler started this one (`ctx.startChild`, DESIGN §16), if any. */
+  parentId: string | null;
 }
 
 /** The longest a poller is asked to wait, however long a person takes. */
@@ -64,12 +66,16 @@ export function pollIntervalFor(
   );
 }
 
-/** The due time of a task that waits to be claimed after a delay or a backoff, else null. */
+/**
+ * The due time of a task that waits to be claimed after a delay, a backoff or a timed wait,
+ * else null (also for a wait with no wake-up instant, DESIGN §16).
+ */
 function waitingSince(
-  row: Pick<TaskRow, 'status' | 'worker_id' | 'run_at' | 'created_at'>,
+  row: Pick<TaskRow, 'status' | 'worker_id' | 'run_at' | 'created_at' | 'hold'>,
 ): Date | null {
   return row.status === 'working' &&
     row.worker_id === null &&
+    row.hold !== 'wait' &&
     row.run_at.getTime() > row.created_at.getTime()
     ? row.run_at
     : null;
@@ -104,6 +110,7 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     labels: row.labels ?? {},
     retryOf: row.retry_of ?? null,
     scheduleKey: row.schedule_key ?? null,
+    parentId: row.parent_id ?? null,
   };
 }
 

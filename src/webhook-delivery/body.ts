@@ -64,6 +64,11 @@ export function snapshotTask(snapshot: Record<string, unknown>): Task {
     trace_parent: s.trace_parent,
     // A snapshot written before migration 0009 has no schedule_key.
     schedule_key: s.schedule_key ?? null,
+    // A snapshot taken before migration 0008 has no parent.
+    parent_id: s.parent_id ?? null,
+    journaled: false,
+    children_count: 0,
+    children_waiting: 0,
   };
   // The poll interval advised at the moment of the change, as a poller would have read it then.
   return toTask(row, row.last_updated_at.getTime());

@@ -7,15 +7,15 @@ import type { Database } from '../db/types.js';
 import { coerceError } from '../errors.js';
 import type { TaskEvents } from '../tasks/events/hub.js';
 import type { TaskObserver } from '../tasks/observer.js';
-import { type Agents, keepAliveAgents } from './attempt.js';
-import type { BodyFormat } from './body.js';
 import {
   type ClaimedDelivery,
   claimDeliveries,
   finishDelivered,
   finishDelivery,
   releaseDeliveries,
-} from './outbox.js';
+} from '../tasks/webhooks/deliveries.js';
+import { type Agents, keepAliveAgents } from './attempt.js';
+import type { BodyFormat } from './body.js';
 import { type SendOptions, sendAttempt } from './send.js';
 import { readTraceParents } from './trace.js';
 

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../config/config.js';
+import type { ClaimedDelivery, DeliveryOutcome } from '../tasks/webhooks/deliveries.js';
 import { type Agents, attempt } from './attempt.js';
 import { type BodyFormat, bodyOf, headersFor } from './body.js';
-import { type ClaimedDelivery, type Outcome, outcomeOf } from './outbox.js';
+import { outcomeOf } from './outcome.js';
 import { endAttemptSpan, startAttemptSpan } from './trace.js';
 
 export interface SendOptions {
@@ -21,7 +22,7 @@ export interface SendOptions {
 export async function sendAttempt(
   claim: ClaimedDelivery,
   { config, log, formats, agents, signal }: SendOptions,
-): Promise<Outcome | null> {
+): Promise<DeliveryOutcome | null> {
   const startedAt = performance.now();
   const body = bodyOf(claim, formats);
   const headers = headersFor(claim, body);

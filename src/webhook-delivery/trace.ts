@@ -1,5 +1,6 @@
 import { INVALID_SPAN_CONTEXT, propagation } from '@opentelemetry/api';
 import type { Executor } from '../db/types.js';
+import type { ClaimedDelivery, DeliveryOutcome } from '../tasks/webhooks/deliveries.js';
 import {
   contextOf,
   failed,
@@ -10,7 +11,6 @@ import {
   tracingOn,
 } from '../tracing/tracer.js';
 import type { AttemptResult } from './attempt.js';
-import type { ClaimedDelivery, Outcome } from './outbox.js';
 
 /**
  * Webhook attempts as spans (DESIGN §13): each a CLIENT span in the trace of the request that
@@ -73,7 +73,11 @@ export function startAttemptSpan(claim: ClaimedDelivery, headers: Record<string,
 }
 
 /** Ends an attempt's span with its answer and what it means for the delivery. */
-export function endAttemptSpan(span: Span, result: AttemptResult, outcome: Outcome | null): void {
+export function endAttemptSpan(
+  span: Span,
+  result: AttemptResult,
+  outcome: DeliveryOutcome | null,
+): void {
   if (!span.isRecording()) return;
   if (result.statusCode !== null) span.setAttribute('http.response.status_code', result.statusCode);
   if (outcome) span.setAttribute('taskhandle.delivery.outcome', outcome.kind);

@@ -174,6 +174,7 @@ describe('the schema declares authorization', () => {
       'Mutation.deleteSchedule': { write: true },
       'Mutation.pauseSchedule': { write: true },
       'Mutation.triggerSchedule': { write: true },
+      'Mutation.signalTask': { write: true },
       'Subscription.taskUpdated': { read: true },
       'Subscription.tasksUpdated': { read: true },
     });

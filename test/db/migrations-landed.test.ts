@@ -16,6 +16,7 @@ const LANDED: Readonly<Record<string, string>> = {
   '0005_labels.sql': 'e0f8b1d254fb95a49bba2dd698353c744dfcd0f6115aa2f3ff358ba374de9f8d',
   '0006_trace_context.sql': '9406e9a5ff8daac8381bc6085ad560aefca8a292a7487532055b67075770011f',
   '0007_input_requests.sql': 'b610a882601c39d52a002262ecf88bf6cb70837b600b884ca79b3950fa7643c7',
+  '0008_steps.sql': 'd21722fecfea6a836c823dce6565b0b620c901996aea11a1daab181559cd8cf7',
   '0009_schedules.sql': '36566af3d185c0783fb7378b212f15533c049677ff67b86814c8e28bd78ef98e',
   '0011_a2a_config_ids.sql': '1871270cd1d4eedaea14aa288b24a1af27eb79a9b56e6d09e7d53d9c5926a613',
 };

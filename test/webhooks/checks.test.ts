@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { refusedAddress, resolveChecked } from '../../src/tasks/webhooks/address-guard.js';
 import { checkSecret, generateSecret } from '../../src/tasks/webhooks/rules.js';
-import { outcomeOf } from '../../src/webhook-delivery/outbox.js';
+import { outcomeOf } from '../../src/webhook-delivery/outcome.js';
 
 /** The rules of DESIGN §11 that need no running app: the guard, secrets, outcomes, settings. */
 

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/types.js';
-import { claimDeliveries, finishDelivered } from '../../src/webhook-delivery/outbox.js';
+import { claimDeliveries, finishDelivered } from '../../src/tasks/webhooks/deliveries.js';
 import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
 
 /**

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/types.js';
 import { purgeExpired } from '../../src/tasks/purge.js';
-import { claimDeliveries, finishDelivery } from '../../src/webhook-delivery/outbox.js';
+import { claimDeliveries, finishDelivery } from '../../src/tasks/webhooks/deliveries.js';
 import { eventually, startTestApp } from '../helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
 import { gqlAt, type ServerProcess, spawnServer } from '../helpers/process.js';

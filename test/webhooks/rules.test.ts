@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeExpired } from '../../src/tasks/purge.js';
-import { claimDeliveries } from '../../src/webhook-delivery/outbox.js';
+import { claimDeliveries } from '../../src/tasks/webhooks/deliveries.js';
 import { ADMIN_SCOPES, eventually, startTestApp, type TestApp } from '../helpers/app.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 import { rest } from '../helpers/rest.js';

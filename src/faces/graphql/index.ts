@@ -5,6 +5,7 @@ import './task.js';
 import './task-operations.js';
 import './many.js';
 import './schedule.js';
+import './signals.js';
 import './webhook.js';
 import './work-fields.js';
 

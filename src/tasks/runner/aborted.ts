@@ -2,7 +2,14 @@ import type { Executor } from '../../db/types.js';
 import { findStoredTask } from '../sql/find.js';
 
 /** Why a running handler was stopped before it ended on its own. */
-export type AbortCause = 'cancelled' | 'expired' | 'timeout' | 'lease-lost' | 'shutdown';
+export type AbortCause =
+  | 'cancelled'
+  | 'expired'
+  | 'timeout'
+  | 'lease-lost'
+  | 'shutdown'
+  /** The task was suspended on its waits (DESIGN §16): the run ends, the task goes on. */
+  | 'suspended';
 
 /** The reason a handler's signal carries. */
 export class TaskAbortedError extends Error {

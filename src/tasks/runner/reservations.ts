@@ -20,12 +20,17 @@ export interface Reservation {
   lost(id: string): void;
 }
 
-/** The runner's side of its reservations: what it does when one settles. */
-export interface ReservationSettler {
-  /** @param sentAt when the slot was promised: the lease runs from no earlier than this */
-  inserted(row: TaskRow, sentAt: number): void;
-  abandoned(): void;
-  lost(id: string): void;
+/**
+ * The runner as its reservations see it: what becomes of the slot once the insert is settled.
+ * `Runner` implements it; each method is called at most once per reservation.
+ */
+export interface ReservedSlots {
+  /** Stored leased: run it. @param sentAt when the slot was promised (the lease runs from it) */
+  runInserted(row: TaskRow, sentAt: number): void;
+  /** Nothing was stored: the slot is free again. */
+  slotUnused(): void;
+  /** The answer was lost: the task may be stored leased here, and is given back. */
+  giveBackLost(id: string): void;
 }
 
 /** Hands out reservations and counts those not yet settled (each takes a slot meanwhile). */
@@ -34,7 +39,7 @@ export class Reservations {
 
   constructor(
     private readonly lease: InsertLease,
-    private readonly settler: ReservationSettler,
+    private readonly slots: ReservedSlots,
   ) {}
 
   take(): Reservation {
@@ -50,13 +55,13 @@ export class Reservations {
     return {
       lease: this.lease,
       inserted: (row) => {
-        if (close()) this.settler.inserted(row, sentAt);
+        if (close()) this.slots.runInserted(row, sentAt);
       },
       abandoned: () => {
-        if (close()) this.settler.abandoned();
+        if (close()) this.slots.slotUnused();
       },
       lost: (id) => {
-        if (close()) this.settler.lost(id);
+        if (close()) this.slots.giveBackLost(id);
       },
     };
   }

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../../db/types.js';
@@ -6,17 +5,41 @@ import { coerceError } from '../../errors.js';
 import type { TaskEvents } from '../events/hub.js';
 import type { KindRegistry } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
+import type { RetentionPolicy } from '../requests.js';
 import { claimWork, failLostTasks, releaseLeases } from '../sql/leases.js';
+import { ChildStarts } from '../steps/child-starts.js';
 import { ClaimWaker } from './claim-waker.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LocalQueue } from './local-queue.js';
 import { OutcomeRecorder } from './outcome.js';
-import { giveBack, type Reservation, Reservations } from './reservations.js';
-import { RunningTask, type RunningTaskOptions } from './running-task.js';
+import { giveBack, type Reservation, Reservations, type ReservedSlots } from './reservations.js';
+import { RunningTask, type RunningTaskOptions, type TaskHost } from './running-task.js';
 import { recordClaim } from './trace.js';
 import { windDown } from './wind-down.js';
 
 export { type AbortCause, TaskAbortedError } from './aborted.js';
+
+/**
+ * How long a stop waits for the claim in flight, which gives back what it took (see
+ * `claimLoop`) while the database is still open. A claim answers within milliseconds; one that
+ * has not answered by then is stuck on an unreachable database, which would refuse the
+ * give-back too: the stop goes on, and whatever that claim took waits for its lease to lapse
+ * (TASK_LEASE_MS), as a lost worker's would.
+ */
+const CLAIM_IN_FLIGHT_WAIT_MS = 1_000;
+
+/** Waits for `promise` to settle, at most `ms`; leaves no timer behind. */
+async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
+  if (!promise) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise.catch(() => {}),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
 
 export interface RunnerOptions {
   db: Kysely<Database>;
@@ -38,7 +61,20 @@ export interface RunnerOptions {
   progressThrottleMs?: number;
   /** Told of claims, runs and lost leases (metrics). */
   observer?: TaskObserver;
+  /**
+   * The retention bounds a handler's child tasks are started with (DESIGN §16).
+   * @default TASK_*_TTL_MS's defaults
+   */
+  retention?: RetentionPolicy;
+  /** Where signal URLs point (PUBLIC_URL, else the listening address). @default http://127.0.0.1:4000 */
+  publicUrl?: () => string;
 }
+
+const DEFAULT_RETENTION: RetentionPolicy = {
+  defaultTtlMs: 3_600_000,
+  minTtlMs: 1_000,
+  maxTtlMs: 604_800_000,
+};
 
 /**
  * Runs tasks in this process: woken by NOTIFY (and a backstop poll), claims with
@@ -47,14 +83,20 @@ export interface RunnerOptions {
  * prefetch: what does not start at once waits in the local queue, and the next claim is sent
  * while the queue still feeds the slots. A slot frees when its handler returns; the outcome is
  * written in a batch meanwhile (see `OutcomeWriter`).
+ *
+ * A task reaches a slot by one of two paths:
+ * - a claim ({@link claimLoop}), when the waker (`ClaimWaker`, which also decides whether a
+ *   claim is worth sending) says so;
+ * - an insert that is its own claim ({@link reserve}): the task service, starting a task of a
+ *   kind run here while a slot is free, inserts it leased to this runner, and the reservation
+ *   calls back {@link runInserted}, {@link slotUnused} or {@link giveBackLost}.
+ * A running task tells the runner of its slot through {@link slotFreed}, {@link ended} and
+ * {@link dueAt} (`TaskHost`).
  */
-export class Runner {
+export class Runner implements ReservedSlots, TaskHost {
   /** Every task this process holds, running or waiting for input, by id. */
   private readonly tasks = new Map<string, RunningTask>();
-  private readonly waker = new ClaimWaker(
-    () => this.claimLoop(),
-    () => this.announced(),
-  );
+  private readonly waker = new ClaimWaker(() => this.claimLoop());
   private stopping = false;
   private backstopTimer: NodeJS.Timeout | undefined;
   private unsubscribe: Array<() => void> = [];
@@ -62,18 +104,6 @@ export class Runner {
   private readonly leases: LeaseKeeper;
   private readonly queue: LocalQueue;
   private readonly prefetch: number;
-  /** A slot freed since the last claim: the runner is draining, so the queue is refilled. */
-  private refill = false;
-  /**
-   * The last claim took fewer tasks than it asked for: it found every claimable one, and a task
-   * that becomes claimable later announces itself (NOTIFY, a due time, the backstop). A handler
-   * that returns then claims nothing: the claim would find nothing, and its statement would come
-   * between the outcome's commit and the frame the task's subscribers are waiting for. One
-   * exception: a task that held a slot of a concurrency key frees it with its outcome, and a
-   * task the key held back is let go only by a claim, so that claim is sent once the outcome is
-   * written.
-   */
-  private exhausted = false;
   private readonly taskOptions: RunningTaskOptions;
   /** Slots promised to tasks this process is inserting already leased (see `reserve`). */
   private readonly reservations: Reservations;
@@ -83,28 +113,7 @@ export class Runner {
     this.kindNames = options.kinds.names();
     this.prefetch = options.prefetch ?? Math.min(3 * options.concurrency, 1_000);
     this.queue = new LocalQueue({ workerId, leaseMs, events, log });
-    this.reservations = new Reservations(
-      { workerId, leaseMs },
-      {
-        inserted: (row, sentAt) => {
-          if (this.stopping) {
-            // Too late to run it here: given back for another worker, the attempt uncounted.
-            void releaseLeases(db, workerId, [{ id: row.id, attempt: row.attempt }]).catch(() => 0);
-            return;
-          }
-          this.options.observer?.claimed([row], 0);
-          this.run(row, sentAt, sentAt);
-        },
-        // The slot is free again: claim if a task was announced while it was promised.
-        abandoned: () => {
-          if (!this.exhausted) this.wake();
-        },
-        lost: (id) => {
-          void giveBack(db, { workerId, leaseMs }, id, () => this.stopping);
-          if (!this.exhausted) this.wake();
-        },
-      },
-    );
+    this.reservations = new Reservations({ workerId, leaseMs }, this);
     this.leases = new LeaseKeeper({
       db,
       log,
@@ -120,20 +129,9 @@ export class Runner {
       progressThrottleMs: options.progressThrottleMs ?? 100,
       outcomes: new OutcomeRecorder(db, leaseMs, events),
       observer: options.observer,
-      freed: (returned) => {
-        this.startQueued();
-        if (returned && this.exhausted) return; // see `ended`
-        this.refill = true;
-        this.wake();
-      },
-      scheduled: (at) => this.waker.wakeAt(at),
-      ended: (task) => {
-        if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
-        if (this.exhausted && task.keyed) {
-          this.refill = true;
-          this.wake();
-        }
-      },
+      host: this,
+      children: new ChildStarts(db, options.kinds, options.retention ?? DEFAULT_RETENTION),
+      publicUrl: options.publicUrl ?? (() => 'http://127.0.0.1:4000'),
     };
   }
 
@@ -166,16 +164,57 @@ export class Runner {
 
   /**
    * A free slot for a task of `kind` that this process is about to insert, when it may run it
-   * at once (see `storeHere`): it runs that kind, has a slot free, and knows of no task waiting
+   * at once (see `StartsHere`): it runs that kind, has a slot free, and knows of no task waiting
    * for one (none queued, no claim in flight, and the last one found all there were). A task
    * queued before keeps its turn: the next claim takes it as it would have.
    * @returns undefined when the task is to wait for a claim
    */
   reserve(kind: string): Reservation | undefined {
-    if (this.stopping || this.waker.pass || !this.exhausted || this.queue.length > 0)
+    if (this.stopping || this.waker.pass || !this.waker.exhausted || this.queue.length > 0)
       return undefined;
     if (!this.kindNames.includes(kind) || this.active >= this.options.concurrency) return undefined;
     return this.reservations.take();
+  }
+
+  /** A reserved insert stored its task leased here: it runs now (`ReservedSlots`). */
+  runInserted(row: TaskRow, sentAt: number): void {
+    if (this.stopping) {
+      // Too late to run it here: given back for another worker, the attempt uncounted.
+      const { db, workerId } = this.options;
+      void releaseLeases(db, workerId, [{ id: row.id, attempt: row.attempt }]).catch(() => 0);
+      return;
+    }
+    this.options.observer?.claimed([row], 0);
+    this.run(row, sentAt, sentAt);
+  }
+
+  /** A reserved insert stored nothing: claims if a task was announced meanwhile. */
+  slotUnused(): void {
+    this.waker.slotUnused();
+  }
+
+  /** A reserved insert's answer was lost: the task, if stored, is given back (`giveBack`). */
+  giveBackLost(id: string): void {
+    const { db, workerId, leaseMs } = this.options;
+    void giveBack(db, { workerId, leaseMs }, id, () => this.stopping);
+    this.waker.slotUnused();
+  }
+
+  /** A running task gave up its slot (`TaskHost`): queued tasks take it, then a claim may. */
+  slotFreed(_task: RunningTask, returned: boolean): void {
+    this.startQueued();
+    if (!this.stopping) this.waker.slotFreed(returned);
+  }
+
+  /** A task's handler is done and the task lets go of everything (`TaskHost`). */
+  ended(task: RunningTask): void {
+    if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
+    if (task.keyed && !this.stopping) this.waker.keySlotFreed();
+  }
+
+  /** A task held here is due again at `at` (`TaskHost`): the waker claims then. */
+  dueAt(at: number): void {
+    this.waker.wakeAt(at);
   }
 
   /** Handlers running now, or promised a slot: held tasks not waiting for input nor returned. */
@@ -197,8 +236,7 @@ export class Runner {
 
   /** More tasks may be claimable than the last claim found: claims now. */
   private announced(): void {
-    this.exhausted = false;
-    this.wake();
+    if (!this.stopping) this.waker.announced();
   }
 
   /** Starts a claim pass now (or right after the one in progress). */
@@ -219,9 +257,9 @@ export class Runner {
     for (;;) {
       const free = concurrency - this.active;
       const room = free + this.prefetch - this.queue.length;
-      const draining = this.refill && this.queue.length <= refillAt;
+      const draining = this.waker.refilling && this.queue.length <= refillAt;
       if (this.stopping || room <= 0 || (free <= 0 && !draining)) return;
-      this.refill = false;
+      this.waker.claiming();
       let rows: TaskRow[];
       const claimedAt = Date.now();
       try {
@@ -241,11 +279,10 @@ export class Runner {
         return;
       }
       this.options.observer?.claimed(rows, (Date.now() - claimedAt) / 1000);
-      // Fewer than asked for: none is left for another claim to find now.
-      this.exhausted = rows.length < room;
+      this.waker.claimed(rows.length, room);
       this.queue.push(rows, claimedAt);
       this.startQueued();
-      if (this.exhausted) return;
+      if (this.waker.exhausted) return;
     }
   }
 
@@ -271,8 +308,7 @@ export class Runner {
     clearInterval(this.backstopTimer);
     this.waker.stop();
     for (const off of this.unsubscribe) off();
-    // A claim in flight gives back what it got (see claimLoop) while the database is still open.
-    await Promise.race([this.waker.pass, sleep(1_000)]);
+    await settledWithin(this.waker.pass, CLAIM_IN_FLIGHT_WAIT_MS);
     const { db, log, workerId } = this.options;
     await windDown(
       {

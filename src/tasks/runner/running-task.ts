@@ -4,11 +4,14 @@ import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import { context, failed as spanFailed, trace } from '../../tracing/tracer.js';
 import type { TaskEvents } from '../events/hub.js';
-import { TaskFailedError, type TaskKind } from '../kinds.js';
+import { ChildTaskError, TaskFailedError, type TaskKind } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
 import { backoffMs } from '../retry.js';
 import type { Lease } from '../sql/leases.js';
 import type { TaskFailure } from '../status.js';
+import type { ChildStarts } from '../steps/child-starts.js';
+import { DurableRun } from '../steps/durable-run.js';
+import { SignalUrls } from '../steps/signal-urls.js';
 import { type AbortCause, TaskAbortedError } from './aborted.js';
 import { InputWait } from './input-wait.js';
 import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
@@ -24,14 +27,24 @@ export interface RunningTaskOptions {
   leaseMs: number;
   progressThrottleMs: number;
   outcomes: OutcomeRecorder;
-  /** The task stopped taking a slot: its handler returned (`true`), or it waits for input. */
-  freed(returned: boolean): void;
-  /** The handler is done and everything the task held is let go. */
-  ended(task: RunningTask): void;
-  /** A failed attempt was rescheduled: the task is due again at `at` (epoch ms). */
-  scheduled?(at: number): void;
+  /** The runner holding the task, told when its slot frees and when it ends. */
+  host: TaskHost;
   /** Told of runs and lost leases (metrics). */
   observer?: TaskObserver | undefined;
+  /** Starts the children handlers ask for (DESIGN §16). */
+  children: ChildStarts;
+  /** Where signal URLs point: PUBLIC_URL, or the address the server listens on. */
+  publicUrl(): string;
+}
+
+/** The runner as a running task sees it (`Runner` implements it). */
+export interface TaskHost {
+  /** The task stopped taking a slot: its handler returned (`true`), or it waits for input. */
+  slotFreed(task: RunningTask, returned: boolean): void;
+  /** The handler is done and everything the task held is let go. */
+  ended(task: RunningTask): void;
+  /** The task is due again at `at` (epoch ms): a failed attempt was rescheduled. */
+  dueAt(at: number): void;
 }
 
 /**
@@ -73,7 +86,7 @@ export class RunningTask {
       signal: this.controller.signal,
       paused: () => {
         this.timeout.pause();
-        options.freed(false);
+        options.host.slotFreed(this, false);
       },
       abort: (cause) => this.abort(cause),
     });
@@ -156,6 +169,16 @@ export class RunningTask {
   private async run(kind: TaskKind<any, any>): Promise<void> {
     const { db, log, progressThrottleMs, outcomes } = this.options;
     const { row, lease, controller } = this;
+    const durable = new DurableRun({
+      db,
+      log,
+      row,
+      lease,
+      signal: controller.signal,
+      children: this.options.children,
+      signalUrls: new SignalUrls(db, row.id, lease, this.options.publicUrl()),
+      lost: () => this.abort('lease-lost'),
+    });
     const ctx = taskContext(row, {
       db,
       log,
@@ -163,6 +186,7 @@ export class RunningTask {
       signal: controller.signal,
       progressThrottleMs,
       ask: (requests) => this.input.ask(this.row, requests),
+      durable,
     });
     const taskLog = log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
     taskLog.debug({ workerId: lease.workerId }, 'task claimed');
@@ -170,15 +194,26 @@ export class RunningTask {
     let failed = false;
     const attempt = attemptSpan(row, lease.workerId);
     try {
-      let result: unknown;
+      let ran: { result: unknown } | { suspended: { wakeAt: Date | null } };
       try {
-        result = await context.with(trace.setSpan(attempt.parent, attempt.span), () =>
-          kind.run(ctx),
+        await durable.load();
+        // A handler suspended on its waits never returns: the suspension ends the run.
+        ran = await context.with(trace.setSpan(attempt.parent, attempt.span), () =>
+          Promise.race([
+            kind.run(ctx).then((result) => ({ result })),
+            durable.suspended.then((suspended) => ({ suspended })),
+          ]),
         );
       } finally {
+        durable.end();
         this.handlerReturned();
       }
-      if (!controller.signal.aborted) await outcomes.complete(row.id, lease, result, taskLog);
+      if ('suspended' in ran) {
+        this.abort('suspended');
+        const { wakeAt } = ran.suspended;
+        if (wakeAt) this.options.host.dueAt(wakeAt.getTime());
+      } else if (!controller.signal.aborted)
+        await outcomes.complete(row.id, lease, ran.result, taskLog);
     } catch (thrown) {
       if (!controller.signal.aborted) {
         failed = true;
@@ -188,7 +223,12 @@ export class RunningTask {
         spanFailed(attempt.span, err, failure.code);
         // A TaskFailedError is the handler saying the failure is final; anything else ends
         // this attempt only.
-        if (err instanceof TaskFailedError || err.name === 'TaskFailedError')
+        // So does a child's failure it did not catch: the journal would give it again.
+        if (
+          err instanceof TaskFailedError ||
+          err.name === 'TaskFailedError' ||
+          err instanceof ChildTaskError
+        )
           await outcomes.fail(row.id, lease, failure, taskLog);
         else await this.endAttempt(failure, taskLog);
       }
@@ -202,7 +242,7 @@ export class RunningTask {
       clearTimeout(this.expiryTimer);
       this.unwatch();
       this.input.end();
-      this.options.ended(this);
+      this.options.host.ended(this);
     }
   }
 
@@ -216,7 +256,7 @@ export class RunningTask {
     if (this.returned) return;
     this.returned = true;
     this.unwatch();
-    this.options.freed(true);
+    this.options.host.slotFreed(this, true);
   }
 
   /** Records a failed attempt: retried with backoff while the policy allows, else failed. */
@@ -238,7 +278,7 @@ export class RunningTask {
       delayMs,
       log,
     );
-    if (written?.status === 'working') this.options.scheduled?.(written.run_at.getTime());
+    if (written?.status === 'working') this.options.host.dueAt(written.run_at.getTime());
   }
 
   private timedOut(): void {

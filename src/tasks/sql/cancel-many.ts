@@ -34,7 +34,10 @@ export async function cancelBatch(
   filter: CheckedFilter,
   after: ListPosition | null,
   size: number,
-): Promise<{ cancelled: Array<{ id: string; version: number }>; next: ListPosition | null }> {
+): Promise<{
+  cancelled: Array<{ id: string; version: number; children_count: number }>;
+  next: ListPosition | null;
+}> {
   const statuses = filter.statuses
     ? filter.statuses.filter((s) => ACTIVE.includes(s))
     : [...ACTIVE];
@@ -46,18 +49,22 @@ export async function cancelBatch(
     after,
   });
   if (rows.length === 0) return { cancelled: [], next: null };
-  const result = await sql<{ id: string; version: number }>`
+  const result = await sql<{ id: string; version: number; children_count: number }>`
     with t as (
       update tasks set status = 'cancelled', version = version + 1, last_updated_at = now(),
              input_request = null, input_requests = null, status_message = null
       where id = any(${rows.map((r) => r.id)}::uuid[]) and owner = ${owner}
         and expires_at > now() and status in ('working', 'input_required')
-      returning id, version
+      returning id, version, children_count
     )
-    select t.id, t.version, ${notifyChanged} as notified from t`.execute(db);
+    select t.id, t.version, t.children_count, ${notifyChanged} as notified from t`.execute(db);
   const last = rows.at(-1);
   return {
-    cancelled: result.rows.map(({ id, version }) => ({ id, version })),
+    cancelled: result.rows.map(({ id, version, children_count }) => ({
+      id,
+      version,
+      children_count,
+    })),
     next: hasNextPage && last ? { createdAt: last.created_at, id: last.id } : null,
   };
 }

@@ -20,6 +20,7 @@ export const NO_FILTER: CheckedFilter = {
   labels: null,
   createdAfter: null,
   createdBefore: null,
+  parentId: null,
 };
 
 /** The conditions on `t` every plan checks (the walk's own condition is added by the caller). */
@@ -28,6 +29,7 @@ export function conditions(options: ListOptions, filter: CheckedFilter): RawBuil
   if (options.statuses?.length) parts.push(sql`t.status = any(${[...options.statuses]}::text[])`);
   if (filter.statuses) parts.push(sql`t.status = any(${filter.statuses}::text[])`);
   if (filter.kinds) parts.push(sql`t.kind = any(${filter.kinds}::text[])`);
+  if (filter.parentId) parts.push(sql`t.parent_id = ${filter.parentId}::uuid`);
   if (filter.labels) parts.push(sql`t.labels @> ${json(filter.labels)}`);
   if (filter.createdAfter)
     parts.push(sql`t.created_at >= ${filter.createdAfter.toISOString()}::timestamptz`);
@@ -66,7 +68,10 @@ export function listQuery(options: ListOptions): RawBuilder<TaskRow> {
   let query: RawBuilder<TaskRow>;
   const label = filter.labels ? Object.entries(filter.labels)[0] : undefined;
   const statuses = filter.statuses ?? (options.statuses?.length ? [...options.statuses] : null);
-  if (label) {
+  if (filter.parentId) {
+    // A parent's children: its part of tasks_children, newest first (migration 0008).
+    query = sql<TaskRow>`select t.* from tasks t where ${where} ${order} limit ${limit}::int`;
+  } else if (label) {
     const [key, value] = label;
     const after = options.after
       ? sql`and (l.created_at, l.task_id) < (${options.after.createdAt.toISOString()}::timestamptz, ${options.after.id}::uuid)`

@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { DeliveryRow, Executor, WebhookRow } from '../../db/types.js';
+import type { Executor, WebhookRow } from '../../db/types.js';
 import { answersTo } from './rules.js';
 
 /**
@@ -196,21 +196,4 @@ export async function deleteWebhook(
     )
     select id from w`.execute(db);
   return result.rows.length > 0;
-}
-
-/** The task's deliveries, newest first (`first` of them); the caller checked it may see them. */
-export async function listDeliveries(
-  db: Executor,
-  taskId: string,
-  first: number,
-): Promise<DeliveryRow[]> {
-  return db
-    .selectFrom('task_deliveries')
-    .selectAll()
-    .where('task_id', '=', taskId)
-    .orderBy('version', 'desc')
-    .orderBy('created_at', 'desc')
-    .orderBy('id')
-    .limit(first)
-    .execute();
 }

@@ -6,6 +6,7 @@ import { answerTask } from '../sql/answer.js';
 import type { Task } from '../task.js';
 import { checkId } from '../validation.js';
 import { mayReadPayloads } from '../visibility.js';
+import { listDeliveries } from './deliveries.js';
 import {
   answersTo,
   bad,
@@ -21,7 +22,6 @@ import {
   attachedWithAnswer,
   attachLater,
   deleteWebhook,
-  listDeliveries,
   listWebhooks,
   MAX_WEBHOOKS_PER_TASK,
   type NewWebhook,

@@ -83,6 +83,7 @@ describe('the agent card', () => {
     expect(res.body.skills.map((s: any) => s.id)).toEqual([
       'approval',
       'export',
+      'pipeline',
       'primes',
       'sleep',
     ]);

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineTaskKind } from '../../../src/tasks/kinds.js';
+import { defineTaskKind, KindRegistry } from '../../../src/tasks/kinds.js';
 import { OutcomeRecorder } from '../../../src/tasks/runner/outcome.js';
 import { RunningTask } from '../../../src/tasks/runner/running-task.js';
 import { claimTasks } from '../../../src/tasks/sql/leases.js';
+import { ChildStarts } from '../../../src/tasks/steps/child-starts.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { untilAborted } from '../../helpers/kinds.js';
 
@@ -61,8 +62,13 @@ describe('RunningTask', () => {
       leaseMs: 30_000,
       progressThrottleMs: 0,
       outcomes: new OutcomeRecorder(db, 30_000),
-      freed: () => {},
-      ended: () => {},
+      host: { slotFreed: () => {}, ended: () => {}, dueAt: () => {} },
+      children: new ChildStarts(db, new KindRegistry([hold]), {
+        defaultTtlMs: 60_000,
+        minTtlMs: 1_000,
+        maxTtlMs: 60_000,
+      }),
+      publicUrl: () => 'http://127.0.0.1:4000',
     });
     task.start(hold);
     await running;

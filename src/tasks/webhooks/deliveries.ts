@@ -1,15 +1,20 @@
 import { sql } from 'kysely';
-import { prepared } from '../db/pg-pool.js';
-import type { Executor } from '../db/types.js';
-import type { AttemptResult } from './attempt.js';
+import { prepared } from '../../db/pg-pool.js';
+import type { DeliveryRow, Executor } from '../../db/types.js';
 
 /**
+ * Every statement on `task_deliveries` but the one that writes a delivery with the change it
+ * reports (store.ts's `attachedWith`, and the trigger of migration 0002): this room owns the
+ * table, because its rows are a task's (they live and go with it, the purge and the webhook
+ * rules lock them against the task), and the deliverer (src/webhook-delivery/) calls these to
+ * claim, record and give back its attempts, and knows no SQL.
+ *
  * The delivery worker's queries. A claim is a lease whose fencing token is (worker_id,
  * attempts): a worker that lost its lease writes nothing. Claims, and the delivered outcomes
  * recorded with them, are the function of migration 0003. The hot statements (claims and
  * delivered outcomes) lock delivery rows only; the purge locks an expired task's deliveries
  * `for update skip locked` and leaves a task with one held for its next pass, so it never waits
- * on them (src/tasks/purge.ts). Locking the task row as well would cost a tuple lock, its WAL
+ * on them (`purgeDeliveries` below). Locking the task row as well would cost a tuple lock, its WAL
  * record and often a multixact (the runner holds the same row) on every statement, where the
  * purge's check costs one pass in a minute. The rarer writers of webhook rows (a 410, a
  * deleted webhook) still hold the task `for key share`, which the purge skips.
@@ -55,46 +60,19 @@ export async function claimDeliveries(
   return (await finishDelivered(db, workerId, [], { limit, leaseMs })).claimed;
 }
 
-export type Outcome =
+export type DeliveryOutcome =
   | { kind: 'delivered'; statusCode: number }
   | { kind: 'retry'; statusCode: number | null; error: string; delayMs: number }
   | { kind: 'failed'; statusCode: number | null; error: string }
   /** 410 Gone: this delivery fails, the webhook is disabled, and its pending ones fail too. */
   | { kind: 'gone'; statusCode: number; error: string };
 
-/**
- * What an attempt's answer means for its delivery (DESIGN §11): a 2xx delivers it, a 410
- * disables its webhook, and anything else is retried after the schedule's next delay (±10 %
- * jitter, so webhooks that failed together do not retry together) until it runs out.
- * @param attempts the attempts so far, this one included
- */
-export function outcomeOf(
-  result: AttemptResult,
-  attempts: number,
-  retryScheduleMs: readonly number[],
-): Outcome {
-  const { statusCode } = result;
-  if (statusCode !== null && statusCode >= 200 && statusCode < 300)
-    return { kind: 'delivered', statusCode };
-  if (statusCode === 410)
-    return { kind: 'gone', statusCode, error: '410 Gone: the webhook is disabled' };
-  const error =
-    'error' in result
-      ? result.error
-      : result.statusCode >= 300 && result.statusCode < 400
-        ? `redirect ${result.statusCode} (not followed)`
-        : `answered ${result.statusCode}`;
-  const delay = retryScheduleMs[attempts - 1];
-  if (delay === undefined) return { kind: 'failed', statusCode, error };
-  return { kind: 'retry', statusCode, error, delayMs: delay * (0.9 + Math.random() * 0.2) };
-}
-
 /** Records an attempt's outcome under the lease. @returns whether the lease was still held */
 export async function finishDelivery(
   db: Executor,
   workerId: string,
   claimed: Pick<ClaimedDelivery, 'id' | 'task_id' | 'webhook_id' | 'attempts'>,
-  outcome: Outcome,
+  outcome: DeliveryOutcome,
 ): Promise<boolean> {
   const code = outcome.statusCode;
   const error = outcome.kind === 'delivered' ? null : outcome.error;
@@ -181,3 +159,41 @@ export async function releaseDeliveries(
     returning d.id`.execute(db);
   return result.rows.length;
 }
+
+/** The task's deliveries, newest first (`first` of them); the caller checked it may see them. */
+export async function listDeliveries(
+  db: Executor,
+  taskId: string,
+  first: number,
+): Promise<DeliveryRow[]> {
+  return db
+    .selectFrom('task_deliveries')
+    .selectAll()
+    .where('task_id', '=', taskId)
+    .orderBy('version', 'desc')
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .limit(first)
+    .execute();
+}
+
+/**
+ * The purge's part in `task_deliveries` (src/tasks/purge.ts): CTEs for its statement, which
+ * has a CTE `batch` of the expired tasks it locked and, after these, deletes the tasks not
+ * `held` as `gone`. `free`: the batch's deliveries no worker is writing at this moment, locked
+ * skipping the rest; `held`: the tasks with a delivery a worker is writing, left for the next
+ * pass, so the purge never waits on a deliverer.
+ */
+export const deliveriesOfBatch = sql`free as (
+    select id, task_id from task_deliveries where task_id in (select id from batch)
+    for update skip locked
+  ), held as (
+    select task_id from task_deliveries
+    where task_id in (select id from batch) and id not in (select id from free)
+  )`;
+
+/** The purge's delete of the deliveries of the tasks it deleted (`gone`), after {@link deliveriesOfBatch}. */
+export const deliveriesGone = sql`deliveries as (
+    delete from task_deliveries
+    where id in (select id from free) and task_id in (select id from gone)
+  )`;
