@@ -130,7 +130,7 @@ describe('a bad value', () => {
     });
     expect(code).toBe(2);
     expect(stderr).toMatch(
-      /configuration error: A2A_DEFAULT_SKILL: names no registered task kind: "nope" \(registered: approval, export, primes, sleep\)/,
+      /configuration error: A2A_DEFAULT_SKILL: names no registered task kind: "nope" \(registered: approval, export, pipeline, primes, sleep\)/,
     );
   });
 });
