@@ -6,7 +6,7 @@ import { h, percent, span, statusPill } from './view.js';
 
 /** What the panel asks of a task's journal (TaskStep). */
 export const STEPS = `steps { name state attempts startedAt endedAt wakeAt childId signalUrl
-  error { code message } result }`;
+  error { code message } }`;
 
 const STATE = {
   RUNNING: ['running', 'working'],
