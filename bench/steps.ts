@@ -1,5 +1,6 @@
 /**
- * `npx tsx bench/steps.ts` (or `BENCH_ONLY=steps,sleepers,children npx tsx bench/run.ts`): the
+ * `node --expose-gc --import tsx bench/steps.ts` (or `BENCH_ONLY=steps,sleepers,children npm run
+ * bench`; `npm run bench` runs them in every full run, with --expose-gc for the RSS row): the
  * three rows of DESIGN §16's Cost, each beside its floor measured in the same run, on one
  * ROLE=all app in this process (RUNNER_CONCURRENCY=8) over a throwaway Postgres database.
  *
@@ -17,7 +18,7 @@ import { loadConfig } from '../src/config/config.js';
 import { defineTaskKind } from '../src/tasks/kinds.js';
 import type { Task } from '../src/tasks/task.js';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
-import { BASE_URL, fmt, out, runs, verdict } from './common.js';
+import { BASE_URL, fmt, out, runs, targets, verdict } from './common.js';
 import { percentile } from './load.js';
 
 const ALICE = { id: 'alice', admin: false };
@@ -135,6 +136,9 @@ async function stepsRow(app: App, url: string): Promise<void> {
     `A step costs ${ratio.toFixed(2)} bare commits (median of ${rounds} rounds, each running the three in turn; target ≤ 1 durable commit beyond its work): ${verdict(ratio <= 1.2)}.`,
   );
   out();
+  targets.push(
+    `| a step ≤ 1 durable commit beyond its work | ${ratio.toFixed(2)} bare INSERT commits (${fmt(perStep, 2)} vs ${fmt(commit, 2)} ms) | ${verdict(ratio <= 1.2)} |`,
+  );
 }
 
 const rssMiB = () => process.memoryUsage().rss / 2 ** 20;
@@ -202,6 +206,10 @@ async function sleepersRow(app: App): Promise<void> {
     `| due → running: p50 / **p99** / max | ${fmt(percentile(sorted, 50))} / ${fmt(p99)} / ${fmt(sorted.at(-1) ?? 0)} ms | p99 ≤ 1 500 ms | ${verdict(p99 <= 1_500)} |`,
   );
   out();
+  targets.push(
+    `| ${fmt(SLEEPERS)} tasks asleep on one process: RSS growth ≤ 50 MiB | ${fmt(growth, 1)} MiB | ${verdict(growth <= 50)} |`,
+    `| ${fmt(SLEEPERS)} sleepers, due → running p99 ≤ 1.5 s | ${fmt(p99)} ms | ${verdict(p99 <= 1_500)} |`,
+  );
   out(
     `All ${fmt(SLEEPERS)} were started (batches of 100) and suspended in ${fmt(suspendedAfter / 1000, 1)} s; tasks held by the runner while they slept: ${held}. Wake-ups spread evenly over 30 s. RSS ${fmt(rssBefore, 1)} → ${fmt(rssAsleep, 1)} MiB, from after as many tasks ran to the end without sleeping; heap in use ${fmt(heapBefore, 1)} → ${fmt(heapAsleep, 1)} MiB (after a full collection: run with --expose-gc), of which the event hub's row cache (bounded at 10 000 rows) held ${fmt(cached)} rows.`,
   );

@@ -1,7 +1,7 @@
 // The task table: the caller's tasks (or, for an admin, another principal's) kept live by
 // tasksUpdated, one row per task, newest first.
 import { TASK } from './api.js';
-import { openDetail, renderDetail } from './detail.js';
+import { childSeen, openDetail, renderDetail } from './detail.js';
 import { addLabel, filtering, filterRefused, shown, taskFilter } from './filter.js';
 import { $, flash, state } from './page.js';
 import { scheduleTaskSeen } from './schedules.js';
@@ -81,6 +81,7 @@ export function upsert(task) {
   } else if (!row) updateRow(addRow(current), current, undefined);
   else if (newer) updateRow(row, current, known);
   if (newer && state.selected === task.id) renderDetail(current);
+  if (newer) childSeen(current);
   if (newer && task.scheduleKey) scheduleTaskSeen(task);
 }
 
@@ -112,6 +113,18 @@ function addRow(task) {
       {},
       open,
       h('span', { class: 'id mono' }, task.id.slice(0, 8)),
+      task.parentId
+        ? h(
+            'button',
+            {
+              type: 'button',
+              class: 'link small child-of',
+              title: 'Open the task that started this one',
+              onclick: () => openDetail(task.parentId),
+            },
+            `↳ child of ${task.parentId.slice(0, 8)}`,
+          )
+        : '',
       labelChips(task.labels, (label) => addLabel(label)),
     ),
     cells.status,

@@ -28,6 +28,7 @@ export function describeTask(task: ClientTask): string {
     ...(task.statusMessage ? [`  message:  ${task.statusMessage}`] : []),
     `  created:  ${span(task.createdAt)} ago; expires in ${span(task.expiresAt)}`,
   ];
+  if (task.parentId) lines.push(`  parent:   ${task.parentId}`);
   if (task.attempt !== undefined && task.maxAttempts !== undefined && task.attempt > 0)
     lines.push(`  attempt:  ${task.attempt} of ${task.maxAttempts}`);
   if (task.runAt)

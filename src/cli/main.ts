@@ -13,6 +13,7 @@ import { CliError, explain } from './errors.js';
 import { describeTask, table } from './format.js';
 import { collectLabel, readStartLines, retryTask, startBatch } from './many.js';
 import { scheduleCommand } from './schedules.js';
+import { addSignalCommand, stepTimeline } from './steps.js';
 import { mintConfiguredToken } from './token.js';
 import { watchTask } from './watch.js';
 
@@ -120,11 +121,14 @@ export function program(): Command {
     .command('get')
     .description('show a task')
     .argument('<id>')
-    .action(async (id: string, _opts, cmd: Command) => {
+    .option('--steps', 'with its journal: steps, waits and children, in the order they ran')
+    .action(async (id: string, opts, cmd: Command) => {
       const g = globals(cmd);
-      const task = await (await connect(g)).get(id);
+      const task = await (await connect(g)).get(id, { steps: opts.steps === true });
       if (!task) throw new CliError(`no task ${id} (unknown, expired, or not yours)`, 1);
-      print(g, task, () => describeTask(task));
+      print(g, task, () =>
+        opts.steps ? `${describeTask(task)}\n${stepTimeline(task)}` : describeTask(task),
+      );
     });
 
   cli
@@ -150,9 +154,10 @@ export function program(): Command {
     .command('retry')
     .description('start a failed or cancelled task again as a new task; prints its handle')
     .argument('<id>')
-    .action(async (id: string, _opts, cmd: Command) => {
+    .option('--from-step <name>', 'keep the journal before this step: it and later ones run again')
+    .action(async (id: string, opts, cmd: Command) => {
       const g = globals(cmd);
-      const task = await retryTask(await connect(g), id);
+      const task = await retryTask(await connect(g), id, opts.fromStep);
       print(g, task, () => `${describeTask(task)}\n  follow:   taskhandle watch ${task.id}`);
     });
 
@@ -174,6 +179,7 @@ export function program(): Command {
     .description('list your tasks, newest first')
     .option('--status <statuses>', `comma-separated: ${STATUSES.join(', ')}`)
     .option('--owner <principal>', "admins: another principal's tasks")
+    .option('--parent <id>', 'the children of this task')
     .addOption(
       new Option('--first <n>', 'how many (1..100)')
         .default(20)
@@ -186,6 +192,7 @@ export function program(): Command {
         first: opts.first,
         ...(status ? { status } : {}),
         ...(opts.owner ? { owner: opts.owner } : {}),
+        ...(opts.parent ? { parentId: opts.parent } : {}),
       });
       if (wantsJson(g)) for (const t of nodes) process.stdout.write(`${JSON.stringify(t)}\n`);
       else process.stdout.write(`${nodes.length ? table(nodes) : 'no tasks'}\n`);
@@ -201,6 +208,12 @@ export function program(): Command {
       else
         for (const k of taskKinds) process.stdout.write(`${k.name.padEnd(10)} ${k.description}\n`);
     });
+
+  addSignalCommand(cli, {
+    connect: (cmd) => connect(globals(cmd)),
+    print: (cmd, value, human) => print(globals(cmd), value, human),
+    parseJson,
+  });
 
   cli.addCommand(
     scheduleCommand({

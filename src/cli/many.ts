@@ -58,10 +58,15 @@ export async function startBatch(
   }
 }
 
-export async function retryTask(client: TaskhandleClient, id: string): Promise<ClientTask> {
+/** `retry ID [--from-step NAME]`: from a step, the journal before it is kept (DESIGN §16). */
+export async function retryTask(
+  client: TaskhandleClient,
+  id: string,
+  fromStep?: string,
+): Promise<ClientTask> {
   const { retryTask } = await client.request<{ retryTask: ClientTask }>(
-    `mutation($id: ID!) { retryTask(id: $id) { ${TASK_FIELDS} } }`,
-    { id },
+    `mutation($id: ID!, $fromStep: String) { retryTask(id: $id, fromStep: $fromStep) { ${TASK_FIELDS} } }`,
+    { id, fromStep: fromStep ?? null },
   );
   return retryTask;
 }

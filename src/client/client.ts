@@ -6,6 +6,7 @@ import {
   type InputOf,
   type KindMap,
   type ResultOf,
+  STEP_FIELDS,
   TASK_FIELDS,
   type TaskStatus,
 } from './task.js';
@@ -70,8 +71,18 @@ export interface TaskhandleClient<Kinds extends KindMap = KindMap> {
   ): Promise<TaskHandle<ResultOf<Kinds, Name>>>;
   /** A handle on a task by id, without asking the server. */
   handle<Result = unknown>(id: string): TaskHandle<Result>;
-  /** The task now; null when it is unknown, expired or not yours. */
-  get(id: string, options?: { signal?: AbortSignal }): Promise<ClientTask | null>;
+  /**
+   * The task now; null when it is unknown, expired or not yours. With `steps`, its journal
+   * too (`ClientTask.steps`).
+   */
+  get(id: string, options?: { signal?: AbortSignal; steps?: boolean }): Promise<ClientTask | null>;
+  /**
+   * Sends the signal `name` with `payload` to the task's handler (`ctx.waitForSignal`); the
+   * first payload is kept, the same one again answers as the first did.
+   * @throws ClientError SIGNAL_ALREADY_SENT for another payload; NOT_FOUND, TASK_TERMINAL,
+   *   BAD_USER_INPUT (a payload the waiting handler's schema refuses)
+   */
+  signal(id: string, name: string, payload: unknown): Promise<ClientTask>;
   /** One page of your tasks (admins: `owner`'s), newest first. */
   list(filter?: ListFilter): Promise<TaskList>;
   /** The kinds the server runs. */
@@ -113,13 +124,21 @@ export function createClient<Kinds extends KindMap = KindMap>(
       return new TaskHandle(startTask.id, transport, startTask);
     },
     handle: (id) => new TaskHandle(id, transport),
-    async get(id, { signal } = {}) {
+    async get(id, { signal, steps } = {}) {
       const { task } = await transport.request<{ task: ClientTask | null }>(
-        `query($id: ID!) { task(id: $id) { ${TASK_FIELDS} } }`,
+        `query($id: ID!) { task(id: $id) { ${TASK_FIELDS} ${steps ? STEP_FIELDS : ''} } }`,
         { id },
         signal,
       );
       return task;
+    },
+    async signal(id, name, payload) {
+      const { signalTask } = await transport.request<{ signalTask: ClientTask }>(
+        `mutation($id: ID!, $name: String!, $payload: JSON) {
+          signalTask(id: $id, name: $name, payload: $payload) { ${TASK_FIELDS} } }`,
+        { id, name, payload },
+      );
+      return signalTask;
     },
     async list(filter = {}) {
       const { status, owner, first, after, ...rest } = filter;

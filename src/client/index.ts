@@ -19,11 +19,13 @@ export type {
 } from './schedules.js';
 export type {
   ClientInputRequest,
+  ClientStep,
   ClientTask,
   InputOf,
   KindMap,
   KindTypes,
   ResultOf,
+  StepState,
   TaskStatus,
 } from './task.js';
 export type { TokenSource } from './transport.js';

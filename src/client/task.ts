@@ -43,13 +43,49 @@ export interface ClientTask<Result = unknown> {
   lastError: { code: string; message: string } | null;
   /** What the owner said the task is for, set at start. */
   labels: Record<string, string>;
+  /** The task whose handler started this one (`ctx.startChild`), if any. */
+  parentId: string | null;
+  /** The task's journal, when asked for (`get(id, { steps: true })`). */
+  steps?: ClientStep[];
+}
+
+/** The states of a journal entry: a step, a wait (sleep, signal) or a child. */
+export type StepState =
+  | 'RUNNING'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'SLEEPING'
+  | 'WAITING_SIGNAL'
+  | 'WAITING_CHILD';
+
+/** One entry of a task's journal, in the order the entries first ran. */
+export interface ClientStep {
+  name: string;
+  state: StepState;
+  /** Runs of the step's function (0 for a wait not yet ended). */
+  attempts: number;
+  startedAt: string;
+  endedAt: string | null;
+  /** A sleep, or a signal wait with a timeout: when it wakes. */
+  wakeAt: string | null;
+  /** The child task of a `startChild` step. */
+  childId: string | null;
+  /** Owner only: the URL an outside system may POST the signal to, while the task waits. */
+  signalUrl: string | null;
+  error: { code: string; message: string } | null;
+  /** Owner only: what the step returned. */
+  result: unknown;
 }
 
 /** The fields every query of the client selects: everything the owner may see. */
 export const TASK_FIELDS = `id kind status statusMessage progress createdAt lastUpdatedAt ttlMs
   expiresAt pollIntervalMs version input result error { code message }
   inputRequest { key message schema } inputRequests { key message schema } attempt maxAttempts runAt lastError { code message }
-  labels`;
+  labels parentId`;
+
+/** A task's journal, as `get(id, { steps: true })` selects it. */
+export const STEP_FIELDS =
+  'steps { name state attempts startedAt endedAt wakeAt childId signalUrl error { code message } result }';
 
 export const isTerminal = (status: TaskStatus): boolean =>
   status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELLED';

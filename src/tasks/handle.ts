@@ -28,6 +28,8 @@ export interface TaskHandle {
   retryOf?: string;
   /** The schedule whose occurrence it is (DESIGN §17). */
   scheduleKey?: string;
+  /** The task whose handler started this one (DESIGN §16). */
+  parentId?: string;
 }
 
 /** A status monitor's view: the handle plus what `viewer` may see of the outcome. */
@@ -54,6 +56,7 @@ export function handleOf(task: Task): TaskHandle {
     labels: task.labels,
     ...(task.retryOf ? { retryOf: task.retryOf } : {}),
     ...(task.scheduleKey ? { scheduleKey: task.scheduleKey } : {}),
+    ...(task.parentId ? { parentId: task.parentId } : {}),
   };
   if (task.runAt) handle.runAt = task.runAt.toISOString();
   if (task.lastError) handle.lastError = task.lastError;

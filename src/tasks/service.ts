@@ -9,7 +9,7 @@ import { subscribeToTask } from './events/subscription.js';
 import { checkFilter, type TaskFilter } from './filter.js';
 import { Gate } from './gate.js';
 import type { KindRegistry, TaskKind } from './kinds.js';
-import { listFor } from './listing.js';
+import { listChildrenFor, listFor } from './listing.js';
 import type { RateLimiter } from './rate-limit.js';
 import { listRecent, type RecentPage, type RecentRequest } from './recent.js';
 import type {
@@ -24,7 +24,7 @@ import { retryTask } from './rerun.js';
 import { prepareStart, type StartContext, startBatch, writeStart } from './start.js';
 import { type RunsHere, StartsHere } from './start-here.js';
 import { sendSignal } from './steps/signals.js';
-import { listSteps, type TaskStep, toTaskStep } from './steps/view.js';
+import { listSteps, listStepsOf, type TaskStep, toTaskStep } from './steps/view.js';
 import { type Task, toTask, visible } from './task.js';
 import { checkId } from './validation.js';
 import { mayReadPayloads, ownerFor } from './visibility.js';
@@ -353,6 +353,24 @@ export class TaskService {
   }
 
   /**
+   * The journals of tasks the actor has just read through an operation that had its audit
+   * line and rate limit (a page of tasks, each asked for its `steps`), in one statement and
+   * without either of their own; as `steps` shows them. null for a task the actor may not see.
+   */
+  async stepsOf(actor: Actor, tasks: readonly Task[]): Promise<Array<TaskStep[] | null>> {
+    const sees = (task: Task) => actor.admin || task.owner === actor.id;
+    const journals = await listStepsOf(
+      this.db,
+      tasks.filter(sees).map((task) => task.id),
+    );
+    return tasks.map((task) => {
+      if (!sees(task)) return null;
+      const payloads = mayReadPayloads(task, actor);
+      return (journals.get(task.id) ?? []).map((step) => toTaskStep(step, payloads));
+    });
+  }
+
+  /**
    * One page of a task's children, newest first (DESIGN §16 `Task.children`): `list` with
    * `filter.parentId`, so the same rules and filters apply.
    */
@@ -361,6 +379,22 @@ export class TaskService {
       ...request,
       filter: { ...request.filter, parentId: checkId(id) },
     });
+  }
+
+  /**
+   * `children` of several tasks at once, in one statement, one audit line and one take of the
+   * rate limit (a page of tasks, each asked for its children). The request applies to every
+   * parent (admins name the parents' owner in `owner`).
+   * @returns each parent's page, in the order of `ids`
+   */
+  childrenOfMany(actor: Actor, ids: readonly string[], request: ListRequest): Promise<TaskPage[]> {
+    return this.gate.around(
+      actor,
+      'tasks',
+      null,
+      () => listChildrenFor(this.db, actor, ids, request),
+      (pages) => [null, `ok:${pages.reduce((n, page) => n + page.tasks.length, 0)}`],
+    );
   }
 
   /**

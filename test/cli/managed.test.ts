@@ -76,6 +76,7 @@ describe('taskhandle start with schedule, priority, key and attempts', () => {
       runAt: soon,
       lastError: { code: 'HANDLER_ERROR', message: 'boom' },
       labels: {},
+      parentId: null,
     });
     expect(text).toContain('attempt:  2 of 3');
     expect(text).toContain('next:     attempt 3 in 1m');

@@ -6,6 +6,7 @@ import './task-operations.js';
 import './many.js';
 import './schedule.js';
 import './signals.js';
+import './steps.js';
 import './webhook.js';
 import './work-fields.js';
 

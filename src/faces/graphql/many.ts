@@ -54,9 +54,15 @@ builder.mutationFields((t) => ({
   retryTask: t.field({
     type: TaskRef,
     description:
-      'Starts a failed or cancelled task of yours again as a new task (retryOf: the old one).',
+      'Starts a failed or cancelled task of yours again as a new task (retryOf: the old one). With fromStep, the new task starts with the journal of the steps that ran before it: it re-runs from there.',
     authScopes: scopeOf('retryTask'),
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, { id }, context) => context.tasks.retry(actor(context), String(id)),
+    args: {
+      id: t.arg.id({ required: true }),
+      fromStep: t.arg.string({
+        description: 'A step of the journal (Task.steps): it and every later step run again.',
+      }),
+    },
+    resolve: (_root, { id, fromStep }, context) =>
+      context.tasks.retry(actor(context), String(id), { fromStep: fromStep ?? null }),
   }),
 }));

@@ -13,6 +13,7 @@ export const TaskFilterInput = builder.inputType('TaskFilter', {
     createdAfter: t.field({ type: 'DateTime', description: 'Inclusive.' }),
     createdBefore: t.field({ type: 'DateTime', description: 'Exclusive.' }),
     owner: t.string({ description: 'Admins only: another principal’s tasks.' }),
+    parentId: t.id({ description: 'The children of this task (ctx.startChild).' }),
   }),
 });
 
@@ -23,6 +24,7 @@ type FilterArgument = {
   createdAfter?: Date | null | undefined;
   createdBefore?: Date | null | undefined;
   owner?: string | null | undefined;
+  parentId?: string | number | null | undefined;
 };
 
 /** The domain's filter; its checks are the domain's (checkFilter). */
@@ -35,5 +37,6 @@ export function taskFilterOf(filter: FilterArgument | null | undefined): TaskFil
     createdAfter: filter.createdAfter ?? null,
     createdBefore: filter.createdBefore ?? null,
     owner: filter.owner ?? null,
+    parentId: filter.parentId == null ? null : String(filter.parentId),
   };
 }

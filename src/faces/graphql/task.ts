@@ -15,7 +15,8 @@ export function actor(context: Context) {
   return toActor(context.principal);
 }
 
-const viewer = (context: Context) => (context.principal ? toActor(context.principal) : null);
+/** The caller as the domain sees it, or null without a principal (a nested field's rule). */
+export const viewer = (context: Context) => (context.principal ? toActor(context.principal) : null);
 const mayReadTaskPayloads = (task: Task, _args: unknown, context: Context) =>
   mayReadPayloads(task, viewer(context));
 

@@ -31,8 +31,8 @@ function listParam(params: URLSearchParams, name: string): string[] {
 }
 
 /**
- * `GET /v1/jobs?status=&kind=&label=k:v&createdAfter=&createdBefore=&owner=`: `status` and
- * `kind` repeat or take comma-separated values, `label=key:value` repeats.
+ * `GET /v1/jobs?status=&kind=&label=k:v&createdAfter=&createdBefore=&owner=&parentId=`:
+ * `status` and `kind` repeat or take comma-separated values, `label=key:value` repeats.
  */
 export function filterOfQuery(params: URLSearchParams): TaskFilter {
   const labels: Record<string, string> = {};
@@ -54,6 +54,7 @@ export function filterOfQuery(params: URLSearchParams): TaskFilter {
     createdAfter: dateOf(params.get('createdAfter')),
     createdBefore: dateOf(params.get('createdBefore')),
     owner: params.get('owner'),
+    parentId: params.get('parentId'),
   };
 }
 
@@ -65,20 +66,27 @@ function stringsOf(value: unknown, name: string): string[] | null {
   return list as string[];
 }
 
+/** A string member of the body, or null when absent. */
+function stringOf(value: unknown, name: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') refuse(`${name} must be a string.`);
+  return value;
+}
+
 /** The body of `POST /v1/jobs/cancel`: the filter object itself, statuses lower-case. */
 export function filterOfBody(body: Record<string, unknown>): TaskFilter {
-  const known = ['status', 'kind', 'labels', 'createdAfter', 'createdBefore', 'owner'];
+  const known = ['status', 'kind', 'labels', 'createdAfter', 'createdBefore', 'owner', 'parentId'];
   for (const key of Object.keys(body))
     if (!known.includes(key)) refuse(`Unknown filter condition ${JSON.stringify(key)}.`);
   const statuses = stringsOf(body.status, 'status');
-  if (body.owner !== undefined && body.owner !== null && typeof body.owner !== 'string')
-    refuse('owner must be a string.');
+  const owner = stringOf(body.owner, 'owner');
   return {
     statuses: statuses ? statusesOf(statuses) : null,
     kinds: stringsOf(body.kind, 'kind'),
     labels: body.labels as Record<string, string> | null | undefined,
     createdAfter: dateOf(body.createdAfter),
     createdBefore: dateOf(body.createdBefore),
-    owner: (body.owner as string | null | undefined) ?? null,
+    owner,
+    parentId: stringOf(body.parentId, 'parentId'),
   };
 }

@@ -18,7 +18,8 @@ export interface ManyRouteDeps {
 
 /**
  * DESIGN §15 on `/v1/jobs`: `POST /v1/jobs/batch`, `POST /v1/jobs/cancel` and
- * `POST /v1/jobs/{id}/retry`. The handler resolves false for a path that is none of these.
+ * `POST /v1/jobs/{id}/retry` (its body, if any, may name `fromStep`, §16). The handler
+ * resolves false for a path that is none of these.
  */
 export function manyRoutes(deps: ManyRouteDeps) {
   const { tasks, actorFor, objectBody, retryAfter, startRequestOf } = deps;
@@ -68,7 +69,10 @@ export function manyRoutes(deps: ManyRouteDeps) {
     }
     if (name === 'retry' && taskId) {
       const actor = await actorFor(req, 'retryTask', taskId);
-      const task = await tasks.retry(actor, taskId);
+      const { fromStep } = await objectBody(req);
+      if (fromStep !== undefined && fromStep !== null && typeof fromStep !== 'string')
+        throw new ServiceError('BAD_USER_INPUT', 'fromStep must be a step name (a string).');
+      const task = await tasks.retry(actor, taskId, { fromStep: fromStep ?? null });
       sendJson(res, 202, handleOf(task), { location: `/v1/jobs/${task.id}`, ...retryAfter(task) });
       return true;
     }

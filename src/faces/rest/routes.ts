@@ -17,6 +17,7 @@ import { filterOfQuery } from './filter.js';
 import { manyRoutes } from './many.js';
 import { pageHeaders } from './paging.js';
 import { scheduleRoutes } from './schedules.js';
+import { stepRoutes, withSteps } from './steps.js';
 import { managedWorkOf } from './work-body.js';
 
 /**
@@ -100,6 +101,7 @@ export function createRestHandler(options: RestOptions) {
 
   const routeMany = manyRoutes({ tasks, actorFor, objectBody, retryAfter, startRequestOf });
   const routeSchedules = scheduleRoutes({ schedules, actorFor, objectBody, retryAfter });
+  const routeSteps = stepRoutes({ tasks, actorFor, retryAfter, taskIdOf });
 
   /** A path segment that cannot be a taskId names no task: 404, like any unknown id (not 422). */
   function taskIdOf(id: string): string {
@@ -149,11 +151,13 @@ export function createRestHandler(options: RestOptions) {
       await routeMany(req, res, 'retry', taskIdOf(id));
       return;
     }
+    if (await routeSteps(req, res, parts)) return;
     if (parts.length === 3 && id && method === 'GET') {
       const actor = await actorFor(req, 'task', id);
       const task = await tasks.get(actor, taskIdOf(id));
       if (!task) throw notFound();
-      return sendJson(res, 200, reportOf(task, actor), retryAfter(task));
+      const report = await withSteps(tasks, actor, task, reportOf(task, actor));
+      return sendJson(res, 200, report, retryAfter(task));
     }
     if (parts.length === 3 && id && method === 'DELETE') {
       const actor = await actorFor(req, 'cancelTask', id);

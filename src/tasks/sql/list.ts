@@ -106,3 +106,35 @@ export function listQuery(options: ListOptions): RawBuilder<TaskRow> {
   }
   return query;
 }
+
+/**
+ * One page of children for each of `parentIds` in one statement (a page of tasks each asking
+ * for its children): per parent, its part of tasks_children walked newest first, as
+ * `listQuery` walks one parent's. `options.filter.parentId` is ignored.
+ * @returns each parent's rows and whether it has another page, by parent id
+ */
+export async function listChildPages(
+  db: Executor,
+  parentIds: readonly string[],
+  options: ListOptions,
+): Promise<Map<string, { rows: TaskRow[]; hasNextPage: boolean }>> {
+  const pages = new Map<string, { rows: TaskRow[]; hasNextPage: boolean }>(
+    parentIds.map((id) => [id, { rows: [], hasNextPage: false }]),
+  );
+  if (parentIds.length === 0) return pages;
+  const where = conditions(options, { ...(options.filter ?? NO_FILTER), parentId: null });
+  const { rows } = await sql<TaskRow>`
+    select c.* from unnest(${[...new Set(parentIds)]}::uuid[]) with ordinality as p(id, n)
+    cross join lateral (
+      select t.* from tasks t where t.parent_id = p.id and ${where}
+      order by t.created_at desc, t.id desc limit ${options.first + 1}::int
+    ) c
+    order by p.n, c.created_at desc, c.id desc`.execute(db);
+  for (const row of rows) {
+    const page = pages.get(row.parent_id ?? '');
+    if (!page) continue;
+    if (page.rows.length < options.first) page.rows.push(row);
+    else page.hasNextPage = true;
+  }
+  return pages;
+}

@@ -50,3 +50,22 @@ export function listSteps(db: Executor, taskId: string): Promise<StepRow[]> {
     .orderBy('name')
     .execute();
 }
+
+/** Several tasks' journals in one statement, by task id, each as `listSteps` orders it. */
+export async function listStepsOf(
+  db: Executor,
+  taskIds: readonly string[],
+): Promise<Map<string, StepRow[]>> {
+  const journals = new Map<string, StepRow[]>(taskIds.map((id) => [id, []]));
+  if (taskIds.length === 0) return journals;
+  const rows = await db
+    .selectFrom('task_steps')
+    .selectAll()
+    .where('task_id', 'in', [...new Set(taskIds)])
+    .orderBy('task_id')
+    .orderBy('position')
+    .orderBy('name')
+    .execute();
+  for (const row of rows) journals.get(row.task_id)?.push(row);
+  return journals;
+}

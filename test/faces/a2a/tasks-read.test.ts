@@ -2,7 +2,7 @@ import { TaskState } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { a2aClient, codeOf, list, rejection, startRequest } from '../../helpers/a2a.js';
-import { ADMIN_SCOPES, startTestApp, type TestApp } from '../../helpers/app.js';
+import { ADMIN_SCOPES, eventually, startTestApp, type TestApp } from '../../helpers/app.js';
 import { holdWith } from '../../helpers/kinds.js';
 import { rest } from '../../helpers/rest.js';
 
@@ -56,6 +56,22 @@ describe('GetTask', () => {
     const started: any = await alice.sendMessage(startRequest('hold', { n: 6 }));
     const task: any = await alice.getTask({ tenant: '', id: started.id, historyLength: 10 });
     expect(task).toMatchObject({ id: started.id, contextId: started.id, history: [] });
+  });
+
+  it('a child task names its parent in metadata taskhandle/parentId (DESIGN §16)', async () => {
+    const parent = await rest(t.url, 'POST', '/v1/jobs', {
+      token: aliceToken,
+      body: { kind: 'pipeline', input: { stages: 1, children: 1 } },
+    });
+    const parentId: string = parent.body.taskId;
+    const childId = await eventually(async () => {
+      const page = await t.app.tasks.children({ id: 'alice', admin: false }, parentId);
+      return page.tasks[0]?.id;
+    });
+    const child: any = await alice.getTask({ tenant: '', id: childId });
+    expect(child.metadata['taskhandle/parentId']).toBe(parentId);
+    const top: any = await alice.getTask({ tenant: '', id: parentId });
+    expect(top.metadata).not.toHaveProperty('taskhandle/parentId');
   });
 
   it("an unknown, someone else's or a malformed id: TaskNotFoundError -32001, the same error", async () => {

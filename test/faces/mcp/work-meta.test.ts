@@ -1,6 +1,6 @@
 import { CreateTaskResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
 import { hold } from '../../helpers/kinds.js';
 import { connectMcp } from '../../helpers/mcp.js';
 import { v2Result, WITH_TASKS } from '../../helpers/mcp-v2.js';
@@ -63,5 +63,43 @@ describe('MCP _meta carries the managed-work fields', () => {
       { capabilities: WITH_TASKS },
     );
     expect(got._meta).toMatchObject(WORK);
+  });
+});
+
+describe('MCP _meta names the parent of a child task (DESIGN §16)', () => {
+  it('taskhandle/parentId on both revisions; none on a task started outside', async () => {
+    const parent = await t.gql(
+      `mutation { startTask(input: { kind: "pipeline", input: { stages: 1, children: 1 } }) { id } }`,
+      {},
+      alice,
+    );
+    const parentId: string = parent.data.startTask.id;
+    const childId = await eventually(async () => {
+      const page = await t.app.tasks.children({ id: 'alice', admin: false }, parentId);
+      return page.tasks[0]?.id;
+    });
+    const mcp = await connectMcp(t.url, alice);
+    try {
+      for (const [taskId, expected] of [
+        [childId, parentId],
+        [parentId, undefined],
+      ] as const) {
+        const got = await mcp.client.request(
+          { method: 'tasks/get', params: { taskId } },
+          GetTaskResultSchema,
+        );
+        expect(got._meta?.['taskhandle/parentId']).toBe(expected);
+      }
+    } finally {
+      await mcp.close();
+    }
+    const v2 = await v2Result(
+      t.url,
+      alice,
+      'tasks/get',
+      { taskId: childId },
+      { capabilities: WITH_TASKS },
+    );
+    expect(v2._meta).toMatchObject({ 'taskhandle/parentId': parentId });
   });
 });

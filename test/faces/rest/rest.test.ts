@@ -91,7 +91,9 @@ describe('GET /v1/jobs/{id}', () => {
     const res = await call('GET', `/v1/jobs/${started.body.taskId}`, { token: alice });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(Object.keys(res.body).sort()).toEqual(HANDLE_KEYS);
+    // The status monitor adds the task's journal (DESIGN §16), empty for a kind without steps.
+    expect(Object.keys(res.body).sort()).toEqual([...HANDLE_KEYS, 'steps'].sort());
+    expect(res.body.steps).toEqual([]);
     expect(res.body).toMatchObject({
       taskId: started.body.taskId,
       status: 'working',
@@ -105,7 +107,7 @@ describe('GET /v1/jobs/{id}', () => {
     const res = await untilStatus(alice, started.body.taskId, 'completed');
     expect(res.status).toBe(200);
     expect(res.headers.get('retry-after')).toBeNull();
-    expect(Object.keys(res.body).sort()).toEqual([...HANDLE_KEYS, 'result'].sort());
+    expect(Object.keys(res.body).sort()).toEqual([...HANDLE_KEYS, 'result', 'steps'].sort());
     expect(res.body.result).toEqual({ sleptMs: expect.any(Number) });
   });
 
