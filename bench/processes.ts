@@ -45,7 +45,7 @@ export function spawnChild(
   const { child, exited } = spawnNode(
     script,
     { ...process.env, ...options.env },
-    { flags, ipc: true, logFile },
+    { flags, ipc: true, logFile, loader: 'tsx' },
   );
   return new Promise((resolve, reject) => {
     const timer = setTimeout(

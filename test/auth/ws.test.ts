@@ -1,27 +1,14 @@
 import { type Client, createClient } from 'graphql-ws';
 import { decodeJwt } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { mintToken } from '../../src/auth/mint.js';
-import {
-  ADMIN_SCOPES,
-  eventually,
-  type GraphQLResponse,
-  startTestApp,
-  type TestApp,
-} from '../helpers/app.js';
+import { eventually, type GraphQLResponse } from '../helpers/app.js';
+import { admin, alice, t, useFileApp } from '../helpers/file-app.js';
 
 /** The WebSocket face: who may connect, how long a socket lives, what an admin's subscription carries. */
 
-let t: TestApp;
-let alice: string;
-let admin: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-  admin = await t.token('root', ADMIN_SCOPES);
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 const QUESTION = 'Publish the salaries spreadsheet?';
 const FOLLOW =
@@ -141,7 +128,8 @@ describe('operations over the socket', () => {
   });
 });
 
-describe('token expiry', () => {
+// Concurrent: each waits for a token to expire, with the verifier's 5 s of clock tolerance.
+describe.concurrent('token expiry', () => {
   it('closes the socket with 4403 once its token expires, ending the subscription', async () => {
     const started = await t.gql(
       'mutation { startTask(input: { kind: "sleep", input: { ms: 600000 } }) { id } }',

@@ -1,25 +1,27 @@
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import { BIN, type CliRun, runCli, runCliOnTerminal, runCommand } from '../helpers/cli.js';
+import {
+  BIN,
+  type CliRun,
+  jsonLines,
+  runCli,
+  runCliOnTerminal,
+  runCommand,
+} from '../helpers/cli.js';
+import { freePort } from '../helpers/client-server.js';
+import { alice, t, useFileApp } from '../helpers/file-app.js';
 
 /** The `taskhandle` command, run as a real process: piped, and on a pseudo-terminal. */
 
-let t: TestApp;
-let alice: string;
+useFileApp();
+
 let empty: string;
 beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
   empty = mkdtempSync(join(tmpdir(), 'taskhandle-cli-')); // no development secret in it
 });
-afterAll(async () => {
-  await t?.stop();
-  rmSync(empty, { recursive: true, force: true });
-});
+afterAll(() => rmSync(empty, { recursive: true, force: true }));
 
 /** The server, token and an empty DATA_DIR, with `env` over them. */
 const base = (env: Record<string, string> = {}) => ({
@@ -38,17 +40,11 @@ const cli = (args: string[], env?: Record<string, string>, onOutput?: (s: string
 const onTerminal = (args: string[], onOutput?: (s: string) => void) =>
   runCliOnTerminal(args, { ...base(), ...(onOutput ? { onOutput } : {}) });
 
-const lines = (stdout: string) =>
-  stdout
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line));
-
 describe('piped', () => {
   it('start --follow prints one JSON line per change, in order, and exits 0 when completed', async () => {
     const { code, stdout } = await cli(['start', 'sleep', '{"ms":1500,"steps":5}', '--follow']);
     expect(code).toBe(0);
-    const changes = lines(stdout);
+    const changes = jsonLines(stdout);
     const versions = changes.map((c) => c.version);
     expect(versions).toEqual([...versions].sort((a, b) => a - b));
     expect(changes.length).toBeGreaterThanOrEqual(2);
@@ -60,40 +56,40 @@ describe('piped', () => {
   });
 
   it('get, ls --status and kinds print JSON', async () => {
-    const [started] = lines((await cli(['start', 'sleep', '{"ms":0}', '--key', 'k-1'])).stdout);
+    const [started] = jsonLines((await cli(['start', 'sleep', '{"ms":0}', '--key', 'k-1'])).stdout);
     expect(started).toMatchObject({ kind: 'sleep', version: 1 });
-    const again = lines((await cli(['start', 'sleep', '{"ms":0}', '--key', 'k-1'])).stdout);
+    const again = jsonLines((await cli(['start', 'sleep', '{"ms":0}', '--key', 'k-1'])).stdout);
     expect(again[0].id).toBe(started.id);
     await cli(['watch', started.id]);
-    const [got] = lines((await cli(['get', started.id])).stdout);
+    const [got] = jsonLines((await cli(['get', started.id])).stdout);
     expect(got).toMatchObject({ id: started.id, status: 'COMPLETED' });
-    const listed = lines((await cli(['ls', '--status', 'completed'])).stdout);
+    const listed = jsonLines((await cli(['ls', '--status', 'completed'])).stdout);
     expect(listed.map((task) => task.id)).toContain(started.id);
     expect(listed.every((task) => task.status === 'COMPLETED')).toBe(true);
-    const kinds = lines((await cli(['kinds'])).stdout);
+    const kinds = jsonLines((await cli(['kinds'])).stdout);
     expect(kinds.map((k) => k.name)).toEqual(expect.arrayContaining(['sleep', 'approval']));
   });
 
   it('exits 1 when the task fails and 130 when it is cancelled', async () => {
     const failed = await cli(['start', 'sleep', '{"ms":0,"fail":"no luck"}', '--follow']);
     expect(failed.code).toBe(1);
-    expect(lines(failed.stdout).at(-1)).toMatchObject({
+    expect(jsonLines(failed.stdout).at(-1)).toMatchObject({
       status: 'FAILED',
       error: { message: 'no luck' },
     });
 
-    const [long] = lines((await cli(['start', 'sleep', '{"ms":600000}'])).stdout);
+    const [long] = jsonLines((await cli(['start', 'sleep', '{"ms":600000}'])).stdout);
     let cancelling: Promise<CliRun> | undefined;
     const watched = await cli(['watch', long.id], {}, () => {
       cancelling ??= cli(['cancel', long.id]); // once the first state is out
     });
     expect(watched.code).toBe(130);
-    expect(lines(watched.stdout).at(-1).status).toBe('CANCELLED');
+    expect(jsonLines(watched.stdout).at(-1).status).toBe('CANCELLED');
     expect((await cancelling)?.code).toBe(0);
   });
 
   it('answers an input request', async () => {
-    const [task] = lines((await cli(['start', 'approval', '{"question":"Ship it?"}'])).stdout);
+    const [task] = jsonLines((await cli(['start', 'approval', '{"question":"Ship it?"}'])).stdout);
     let answering: Promise<CliRun> | undefined;
     const watched = await cli(['watch', task.id], {}, (out) => {
       if (out.includes('INPUT_REQUIRED'))
@@ -101,7 +97,7 @@ describe('piped', () => {
     });
     expect(watched.code).toBe(0);
     expect((await answering)?.code).toBe(0);
-    expect(lines(watched.stdout).at(-1).result).toEqual({ approved: true, comment: null });
+    expect(jsonLines(watched.stdout).at(-1).result).toEqual({ approved: true, comment: null });
   });
 });
 
@@ -124,12 +120,7 @@ describe('failures are one clear line', () => {
   });
 
   it('an unreachable server', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const server = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = server.address() as { port: number };
-        server.close(() => resolve(port));
-      });
-    });
+    const port = await freePort();
     const down = await cli(['kinds'], { TASKHANDLE_URL: `http://127.0.0.1:${port}` });
     oneLine(down);
     expect(down.stderr).toContain(`cannot reach the server at http://127.0.0.1:${port}`);
@@ -159,7 +150,7 @@ describe('on a terminal', () => {
   });
 
   it('says how to answer an input request, and exits when answered', async () => {
-    const [task] = lines((await cli(['start', 'approval', '{"question":"Deploy?"}'])).stdout);
+    const [task] = jsonLines((await cli(['start', 'approval', '{"question":"Deploy?"}'])).stdout);
     let answering: Promise<CliRun> | undefined;
     const r = await onTerminal(['watch', task.id], (out) => {
       if (out.includes('answer with:'))
@@ -174,7 +165,7 @@ describe('on a terminal', () => {
   });
 
   it('exits 130 when the task is cancelled', async () => {
-    const [task] = lines((await cli(['start', 'sleep', '{"ms":600000}'])).stdout);
+    const [task] = jsonLines((await cli(['start', 'sleep', '{"ms":600000}'])).stdout);
     let cancelling: Promise<CliRun> | undefined;
     const r = await onTerminal(['watch', task.id], (out) => {
       if (out.includes('working')) cancelling ??= cli(['cancel', task.id]);
@@ -191,7 +182,7 @@ describe('installed', () => {
     symlinkSync(BIN, bin);
     const r = await run([bin, 'kinds']);
     expect(r.code).toBe(0);
-    expect(lines(r.stdout).map((k) => k.name)).toContain('sleep');
+    expect(jsonLines(r.stdout).map((k) => k.name)).toContain('sleep');
   });
 
   it('mints a token with the configured secret', async () => {
@@ -199,7 +190,7 @@ describe('installed', () => {
       AUTH_JWT_SECRET: 'taskhandle-test-secret-0123456789abcdef',
     });
     expect(r.code).toBe(0);
-    const { token } = lines(r.stdout)[0];
+    const { token } = jsonLines(r.stdout)[0];
     const who = await t.gql('{ tasks { edges { cursor } } }', {}, token);
     expect(who.errors).toBeUndefined();
   });

@@ -1,17 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { describeTask } from '../../src/cli/format.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
 import { runCli } from '../helpers/cli.js';
+import { alice, t, useFileApp } from '../helpers/file-app.js';
 
 /** The CLI's flags for managing the work (DESIGN §14), run as a real process. */
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 const cli = (args: string[]) =>
   runCli(args, { env: { TASKHANDLE_URL: t.url, TASKHANDLE_TOKEN: alice } });

@@ -2,23 +2,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
-import { runCli } from '../helpers/cli.js';
+import { eventually } from '../helpers/app.js';
+import { jsonLines, runCli } from '../helpers/cli.js';
+import { alice, t, useFileApp } from '../helpers/file-app.js';
 
 /** `taskhandle start --batch`, `--label` and `retry` (DESIGN §15), run as real processes. */
 
-let t: TestApp;
-let alice: string;
+useFileApp();
+
 let empty: string;
 beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
   empty = mkdtempSync(join(tmpdir(), 'taskhandle-cli-many-'));
 });
-afterAll(async () => {
-  await t?.stop();
-  rmSync(empty, { recursive: true, force: true });
-});
+afterAll(() => rmSync(empty, { recursive: true, force: true }));
 
 const cli = (args: string[], stdin = '') =>
   runCli(args, {
@@ -26,12 +22,6 @@ const cli = (args: string[], stdin = '') =>
     env: { DATA_DIR: empty, TASKHANDLE_URL: t.url, TASKHANDLE_TOKEN: alice },
     stdin,
   });
-
-const lines = (stdout: string) =>
-  stdout
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line));
 
 describe('taskhandle start --batch', () => {
   it('starts every NDJSON line, 100 a call, and prints one handle a line in input order', async () => {
@@ -44,7 +34,7 @@ describe('taskhandle start --batch', () => {
     const { code, stdout, stderr } = await cli(['start', '--batch'], stdin);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    const handles = lines(stdout);
+    const handles = jsonLines(stdout);
     expect(handles).toHaveLength(150);
     expect(new Set(handles.map((h) => h.id)).size).toBe(150);
     const labels = await t.gql(

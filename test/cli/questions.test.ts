@@ -1,29 +1,36 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/app.js';
 import { runCli, runCliOnTerminal } from '../helpers/cli.js';
+import { alice, t, useFileApp } from '../helpers/file-app.js';
 import { survey } from '../helpers/survey-kind.js';
 
 /** A task that waits on several questions at once, through the `taskhandle` command. */
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp({ kinds: [survey] });
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp({ kinds: [survey] });
 
 const env = () => ({ env: { TASKHANDLE_URL: t.url, TASKHANDLE_TOKEN: alice } });
 const cli = (args: string[]) => runCli(args, env());
+
+/**
+ * Resolves once task `id` waits on `n` questions, read from the server in this process: a
+ * command a poll would cost a Node process each time.
+ */
+async function waitsOn(id: string, n: number): Promise<void> {
+  await eventually(async () => {
+    const { data } = await t.gql(
+      'query($id: ID!) { task(id: $id) { inputRequests { key } } }',
+      { id },
+      alice,
+    );
+    return data?.task.inputRequests?.length === n ? true : undefined;
+  });
+}
 
 /** Starts a survey and resolves once it waits on both questions. */
 async function asking(): Promise<string> {
   const started = await cli(['start', 'survey', '{}']);
   const id = JSON.parse(started.stdout).id as string;
-  await eventually(async () => {
-    const task = JSON.parse((await cli(['get', id])).stdout);
-    return task.inputRequests?.length === 2 ? true : undefined;
-  });
+  await waitsOn(id, 2);
   return id;
 }
 
@@ -54,10 +61,7 @@ describe('a task that asks several questions at once', () => {
         if (out.includes('Your age?'))
           answeringName ??= cli(['answer', id, 'name', '{"name":"Ada"}']).then(async () => {
             // The name is stored (a new version, still waiting on the age) before the age.
-            await eventually(async () => {
-              const task = JSON.parse((await cli(['get', id])).stdout);
-              return task.inputRequests?.length === 1 ? true : undefined;
-            });
+            await waitsOn(id, 1);
             answeringAge ??= cli(['answer', id, 'age', '{"n":36}']);
           });
       },

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { prepared } from '../../src/db/pg-pool.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { refusalOf, startTestApp, type TestApp } from '../helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
 
 /**
@@ -11,16 +11,6 @@ import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
  * direct connection of its own, and no statement the next transaction could miss by name.
  * The multi-process suites run through a real PgBouncer in CI (.ci/pgbouncer test).
  */
-
-function refusalOf(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
-}
 
 const PG = 'postgres://app@db.example/tasks';
 

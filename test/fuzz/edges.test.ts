@@ -1,8 +1,7 @@
-import { once } from 'node:events';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshDatabase, type TestDatabase } from '../helpers/db.js';
-import { type NodeProcess, spawnNode } from '../helpers/process.js';
+import { type FuzzServer, RUNS, SEED, startFuzzServer } from '../helpers/fuzz.js';
+import type { NodeProcess } from '../helpers/process.js';
 import { RawConnection, type RawResponse } from '../helpers/raw-http.js';
 
 /**
@@ -13,13 +12,10 @@ import { RawConnection, type RawResponse } from '../helpers/raw-http.js';
  * the process lives on. `FUZZ_SEED=<seed>` replays a run.
  */
 
-const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
-const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
 const LIMIT = 2048;
 /** Far beyond any answer owed: the request timeout is 1 s and a lingering close 2 s. */
 const GENEROUS_MS = 15_000;
 
-let database: TestDatabase;
 let server: NodeProcess;
 let url: string;
 let port: string;
@@ -162,39 +158,20 @@ const edges = () =>
   });
 
 describe('fuzzing Host, Origin and Content-Length', { timeout: 300_000 }, () => {
+  let running: FuzzServer | undefined;
   beforeAll(async () => {
     console.log(`fuzz-edges: FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS}`);
-    database = await freshDatabase();
-    server = spawnNode('test/helpers/fuzz-server.ts', {
-      ...process.env,
+    running = await startFuzzServer({
       NODE_ENV: 'development',
       AUTH_JWT_SECRET: '',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: 'memory://',
-      LOG_LEVEL: 'warn',
       HTTP_MAX_BODY_BYTES: String(LIMIT),
       HTTP_HEADERS_TIMEOUT_MS: '1000',
       HTTP_REQUEST_TIMEOUT_MS: '1000',
-      ...(database.url ? { DATABASE_URL: database.url } : { DATABASE_URL: '' }),
     });
-    for (;;) {
-      const ready = server.logs().find((l) => l.msg === 'fuzz server listening');
-      if (ready) {
-        url = ready.url;
-        port = new URL(url).port;
-        break;
-      }
-      if (server.child.exitCode !== null) throw new Error(`fuzz server exited: ${server.stderr()}`);
-      await once(server.child.stdout!, 'data');
-    }
-    // A process of its own migrating a fresh embedded database: slow on a loaded machine.
+    ({ server, url } = running);
+    port = new URL(url).port;
   }, 180_000);
-  afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await database?.drop();
-  });
+  afterAll(() => running?.stop());
 
   it('answers every request coded and under 500, refuses every other name with 421, stays up', async () => {
     await fc.assert(edges(), { seed: SEED, numRuns: RUNS, interruptAfterTimeLimit: 240_000 });

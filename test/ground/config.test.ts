@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.js';
-import { SECRET, startTestApp, type TestApp } from '../helpers/app.js';
+import { loadConfig } from '../../src/config/config.js';
+import { refusalOf, SECRET, startTestApp, type TestApp } from '../helpers/app.js';
 import { spawnNode } from '../helpers/process.js';
 
 /** Configuration as an operator meets it: refusals that name the variable, and what production hides. */
@@ -34,16 +34,6 @@ async function run(
   );
   const { code } = await node.exited;
   return { code, stdout: node.stdout(), stderr: node.stderr() };
-}
-
-function refusalOf(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
 }
 
 describe('production without authentication', () => {

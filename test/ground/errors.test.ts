@@ -1,41 +1,19 @@
-import { Writable } from 'node:stream';
 import { sql } from 'kysely';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type App, createApp } from '../../src/app.js';
+import type { App } from '../../src/app.js';
 import { mintToken } from '../../src/auth/mint.js';
-import { loadConfig } from '../../src/config/config.js';
-import { SECRET } from '../helpers/app.js';
-import { freshDatabase, type TestDatabase } from '../helpers/db.js';
+import { capturingLog, SECRET, startTestApp, type TestApp } from '../helpers/app.js';
 
 let app: App;
 let url: string;
-let database: TestDatabase;
-const lines: Array<Record<string, any>> = [];
+const { log, lines } = capturingLog();
 
+let t: TestApp | undefined;
 beforeAll(async () => {
-  database = await freshDatabase();
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    AUTH_JWT_SECRET: SECRET,
-    PORT: '0',
-    DATA_DIR: 'memory://',
-    TASK_SHUTDOWN_GRACE_MS: '0',
-    ...(database.url ? { DATABASE_URL: database.url } : {}),
-  });
-  app = await createApp({ config, log: pino({ level: 'info' }, sink) });
-  url = await app.listen();
+  t = await startTestApp({ log, env: { TASK_SHUTDOWN_GRACE_MS: '0' } });
+  ({ app, url } = t);
 });
-afterAll(async () => {
-  await app?.stop();
-  await database?.drop();
-});
+afterAll(() => t?.stop());
 
 describe('unexpected failures', () => {
   it('are masked for the client and logged with their cause', async () => {

@@ -7,6 +7,9 @@ import {
   createAuthenticatingFetchWithRetry,
   JsonRpcTransportFactory,
 } from '@a2a-js/sdk/client';
+import { type RestResponse, rest } from './rest.js';
+
+export { UNKNOWN_ID } from './rest-jobs.js';
 
 /**
  * An A2A client as users build one with the SDK: the card fetched from the server, the
@@ -136,3 +139,37 @@ export const list = (fields: Partial<ListTasksRequest> = {}): ListTasksRequest =
   ...ListTasksRequest.fromJSON({}),
   ...fields,
 });
+
+/**
+ * POSTs `body` to `baseUrl`'s /a2a, JSON-RPC written by hand for what the SDK client will not
+ * send; `headers` replace the defaults (A2A-Version 1.0, JSON).
+ */
+export function postA2A(
+  baseUrl: string,
+  token: string | null,
+  body: unknown,
+  headers: Record<string, string> = { 'a2a-version': '1.0' },
+): Promise<RestResponse> {
+  return rest(baseUrl, 'POST', '/a2a', { token, body, headers });
+}
+
+/** GetTask of `id` as a JSON-RPC request (id 7). */
+export const getTaskCall = (id: string) => ({
+  jsonrpc: '2.0',
+  id: 7,
+  method: 'GetTask',
+  params: { id },
+});
+
+/** SendMessage params, as JSON, that start a `sleep` of 0 ms and answer at once. */
+export function startRequestJson() {
+  return {
+    message: {
+      messageId: `http-${Math.random()}`,
+      role: 'ROLE_USER',
+      parts: [{ data: { ms: 0 } }],
+      metadata: { skill: 'sleep' },
+    },
+    configuration: { returnImmediately: true },
+  };
+}

@@ -1,10 +1,12 @@
+import { Writable } from 'node:stream';
 import { type Client, createClient } from 'graphql-ws';
-import type { Logger } from 'pino';
+import pino, { type Logger } from 'pino';
+import { expect } from 'vitest';
 import WebSocket from 'ws';
 import { type App, type AppOptions, createApp } from '../../src/app.js';
 import { mintToken } from '../../src/auth/mint.js';
 import { ALL_SCOPES } from '../../src/auth/principal.js';
-import { loadConfig } from '../../src/config/config.js';
+import { ConfigError, loadConfig } from '../../src/config/config.js';
 import type { TaskKind } from '../../src/tasks/kinds.js';
 import { databaseEnv } from './database-env.js';
 import { freshDatabase, pgliteImage, type TestDatabase } from './db.js';
@@ -118,6 +120,32 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       if (!options.database) await database.drop();
     },
   };
+}
+
+/** A logger at `level` that keeps each line it writes, parsed, in `lines`: what an app logged. */
+export function capturingLog(level = 'info'): {
+  log: Logger;
+  lines: Array<Record<string, any>>;
+} {
+  const lines: Array<Record<string, any>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { log: pino({ level }, sink), lines };
+}
+
+/** The error `loadConfig(env)` refuses `env` with (fails the test if it loads). */
+export function refusalOf(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
 }
 
 /** Every scope, for an admin token. */

@@ -1,9 +1,21 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { compiledEntry } from './compiled.js';
 import { ROOT } from './process.js';
 
 /** The `taskhandle` command of this checkout. */
 export const BIN = join(ROOT, 'bin/taskhandle.js');
+
+/**
+ * The command as the tests run it: what bin/taskhandle.js runs, compiled ahead (./compiled.ts),
+ * for half the CPU of its start through tsx (tests run it some fifty times). The bin itself
+ * is run through a link (test/cli/cli.test.ts).
+ */
+const command = () => [
+  process.execPath,
+  '--enable-source-maps',
+  compiledEntry(ROOT, 'test/helpers/cli-main.ts'),
+];
 
 export interface CliRun {
   code: number | null;
@@ -44,12 +56,19 @@ export function runCommand(command: string[], options: CliOptions): Promise<CliR
 
 /** `taskhandle args…`, piped. */
 export const runCli = (args: string[], options: CliOptions) =>
-  runCommand([process.execPath, BIN, ...args], options);
+  runCommand([...command(), ...args], options);
 
 /** `taskhandle args…` on a pseudo-terminal, as a person runs it: `script` gives it a tty. */
 export const runCliOnTerminal = (args: string[], options: CliOptions) =>
   runCommand(
-    ['script', '-qfec', [process.execPath, BIN, ...args].map(quote).join(' '), '/dev/null'],
+    ['script', '-qfec', [...command(), ...args].map(quote).join(' '), '/dev/null'],
     options,
   );
 const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+
+/** Each line `taskhandle` printed, parsed: what it prints when piped is JSON, a line each. */
+export const jsonLines = (stdout: string) =>
+  stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));

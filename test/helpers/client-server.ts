@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mintToken } from '../../src/auth/mint.js';
-import { freshDatabase } from './db.js';
+import { freshDatabase, seedDataDir } from './db.js';
 import { type ServerProcess, spawnServer } from './process.js';
 import { SECRET } from './secret.js';
 
@@ -36,13 +36,13 @@ export function freePort(): Promise<number> {
 export async function startClientServer(env: Record<string, string> = {}): Promise<ClientServer> {
   const database = await freshDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'taskhandle-client-'));
+  await seedDataDir(dataDir);
   const port = await freePort();
   const spawn = () =>
     spawnServer({
       role: 'all',
       databaseUrl: database.url ?? '',
       env: { PORT: String(port), DATA_DIR: dataDir, ...env },
-      startTimeoutMs: 240_000,
     });
   let current = await spawn();
   return {

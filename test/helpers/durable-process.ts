@@ -2,12 +2,12 @@ import { readdirSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { mintToken } from '../../src/auth/mint.js';
-import { SECRET } from './app.js';
+import { eventually, SECRET } from './app.js';
 import { freshDatabase, type TestDatabase } from './db.js';
 import { gqlAt, type ServerProcess, spawnServer } from './process.js';
 
 /**
- * The suites of server processes (`node --import tsx src/main.ts`) sharing one Postgres
+ * The suites of server processes (`src/main.ts`, ./process.ts) sharing one Postgres
  * database: `useProcessSuite()` inside a test file's describe gives it a database, a client on
  * it and one API process; the bindings below then hold them (ES modules export them live).
  */
@@ -79,6 +79,18 @@ export function claimant(
   return candidates.find((s) =>
     s.logs().some((l) => l.msg === 'task claimed' && l.taskId === taskId && l.attempt === attempt),
   );
+}
+
+/**
+ * `claimant`, once its log line has been read: the line leaves the server as it claims, and
+ * may reach this process after the state the claim led to is visible in the database.
+ */
+export function claimedBy(
+  candidates: ServerProcess[],
+  taskId: string,
+  attempt: number,
+): Promise<ServerProcess> {
+  return eventually(async () => claimant(candidates, taskId, attempt));
 }
 
 /** OS threads of a process: a worker thread (the primes sieve) adds at least one. */

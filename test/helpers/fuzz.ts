@@ -1,10 +1,15 @@
-import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { mintToken } from '../../src/auth/mint.js';
 import { SECRET } from './app.js';
-import { freshDatabase, type TestDatabase } from './db.js';
-import { type NodeProcess, spawnNode } from './process.js';
+import { freshDatabase, seedDataDir } from './db.js';
+import { type NodeProcess, spawnScript } from './process.js';
+import { UNKNOWN_ID } from './rest-jobs.js';
+
+export { UNKNOWN_ID };
 
 /**
  * What the fuzz rounds (test/fuzz*.test.ts) share: the seed and run count, the input
@@ -19,7 +24,6 @@ export const PATH = process.env.FUZZ_PATH;
 /** Heap a second round of fuzzing may add over the first (cache entries, stored tasks). */
 export const HEAP_SLACK = 24 * 1_048_576;
 
-export const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
 export const VALID_DOCUMENTS = [
   '{ __typename }',
   'query { taskKinds { name description } }',
@@ -195,7 +199,6 @@ export const contentType = fc.oneof(
   headerText,
 );
 
-export let database: TestDatabase;
 export let server: NodeProcess;
 export let url: string;
 export let probe: string;
@@ -243,42 +246,57 @@ export const params = (seed: number) => ({
   ...(PATH ? { path: PATH } : {}),
 });
 
+/** test/helpers/fuzz-server.ts running, with what its listening line said. */
+export interface FuzzServer {
+  server: NodeProcess;
+  url: string;
+  /** The second port's address, which answers the heap in use after a full collection. */
+  probe: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts test/helpers/fuzz-server.ts on this run's backend (a fresh Postgres database, or a
+ * PGlite DATA_DIR holding the migrated database), `env` over its defaults, and resolves once
+ * it listens.
+ */
+export async function startFuzzServer(env: Record<string, string>): Promise<FuzzServer> {
+  const db = await freshDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), 'taskhandle-fuzz-'));
+  await seedDataDir(dataDir);
+  const stop = async (node?: NodeProcess) => {
+    node?.child.kill('SIGKILL');
+    await node?.exited;
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  const { node, line } = await spawnScript('test/helpers/fuzz-server.ts', 'fuzz server listening', {
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: db.url ?? '',
+    ...env,
+  }).catch(async (err: unknown) => {
+    await stop();
+    throw err;
+  });
+  return { server: node, url: line.url, probe: line.probe, stop: () => stop(node) };
+}
+
+let running: FuzzServer | undefined;
+
 /** Starts the fuzz server before the enclosing describe block and stops it after. */
 export function useFuzzServer(): void {
   beforeAll(async () => {
     console.log(`fuzz: FUZZ_SEED=${SEED} (rounds use ${SEED} and ${SEED + 1}) FUZZ_RUNS=${RUNS}`);
-    database = await freshDatabase();
     token = await mintToken(SECRET, {
       sub: 'fuzzer',
       scopes: ['tasks:read', 'tasks:write'],
       ttl: '1h',
     });
-    server = spawnNode('test/helpers/fuzz-server.ts', {
-      ...process.env,
-      NODE_ENV: 'production',
-      AUTH_JWT_SECRET: SECRET,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: 'memory://',
-      LOG_LEVEL: 'warn',
-      ...(database.url ? { DATABASE_URL: database.url } : { DATABASE_URL: '' }),
-    });
-    for (;;) {
-      const ready = server.logs().find((l) => l.msg === 'fuzz server listening');
-      if (ready) {
-        url = ready.url;
-        probe = ready.probe;
-        break;
-      }
-      if (server.child.exitCode !== null) throw new Error(`fuzz server exited: ${server.stderr()}`);
-      await once(server.child.stdout!, 'data');
-    }
+    running = await startFuzzServer({ NODE_ENV: 'production' });
+    ({ server, url, probe } = running);
   });
-  afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    await server?.exited;
-    await database?.drop();
-  });
+  afterAll(() => running?.stop());
 }
 
 export const mib = (bytes: number) => (bytes / 1_048_576).toFixed(1);

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { compiledEntry } from './compiled.js';
 import { databaseEnv } from './database-env.js';
 import { SECRET } from './secret.js';
 
@@ -25,7 +26,7 @@ export interface NodeProcess {
 
 export interface SpawnOptions {
   args?: string[];
-  /** Node's own flags, before `--import tsx` (`--cpu-prof`, `--expose-gc`). */
+  /** Node's own flags, before the script (`--cpu-prof`, `--expose-gc`). */
   flags?: string[];
   /** Opens an IPC channel (`child.send`, the child's `message` events). */
   ipc?: boolean;
@@ -34,18 +35,29 @@ export interface SpawnOptions {
    * benchmark's servers); `logs()`, `stdout()` and `stderr()` then stay empty.
    */
   logFile?: string;
+  /**
+   * `compiled`: the script compiled ahead (./compiled.ts), the same code without the loader's
+   * cost at each start, for the processes tests start by the dozen. `tsx`: `node --import
+   * tsx`, as users run the sources (and the benchmarks measure them).
+   * @default 'compiled'
+   */
+  loader?: 'compiled' | 'tsx';
 }
 
-/** Runs `script` with `node --import tsx`, as users do, in exactly the environment `env`. */
+/** Runs `script` (`src/main.ts`) in a Node process of its own, in exactly the environment `env`. */
 export function spawnNode(
   script: string,
   env: Record<string, string | undefined>,
   options: SpawnOptions = {},
 ): NodeProcess {
   const output = options.logFile ? openSync(options.logFile, 'w') : 'pipe';
+  const entry =
+    options.loader === 'tsx'
+      ? ['--import', 'tsx', script]
+      : ['--enable-source-maps', compiledEntry(ROOT, script)];
   const child = spawn(
     process.execPath,
-    [...(options.flags ?? []), '--import', 'tsx', script, ...(options.args ?? [])],
+    [...(options.flags ?? []), ...entry, ...(options.args ?? [])],
     {
       cwd: ROOT,
       env,
@@ -91,10 +103,76 @@ export interface ServerProcess extends NodeProcess {
 }
 
 /**
+ * What every server a test starts is given, under its own `env`: loopback, a free port, the
+ * tests' secret.
+ */
+export const SERVER_ENV = {
+  PORT: '0',
+  HOST: '127.0.0.1',
+  AUTH_JWT_SECRET: SECRET,
+  LOG_LEVEL: 'info',
+} as const;
+
+/**
+ * The first of `node`'s log lines whose `msg` is `msg` (a server's listening line), once it
+ * is written. Rejects, killing the process with SIGKILL, if it exits first or has not written
+ * it within `timeoutMs`; `name` names the process in the error.
+ */
+export function loggedLine(
+  node: NodeProcess,
+  msg: string,
+  { name = 'the process', timeoutMs = 30_000 } = {},
+): Promise<Record<string, any>> {
+  const { child, exited } = node;
+  return new Promise((resolve, reject) => {
+    const settle = () => {
+      clearTimeout(timer);
+      child.stdout!.off('data', onData);
+    };
+    const fail = (why: string) => {
+      settle();
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      reject(new Error(`${name} ${why} before logging "${msg}": ${node.stderr()}`));
+    };
+    const onData = () => {
+      const line = node.logs().find((l) => l.msg === msg);
+      if (!line) return;
+      settle();
+      resolve(line);
+    };
+    const timer = setTimeout(
+      () => fail(`did not start within ${timeoutMs / 1000} s`),
+      timeoutMs,
+    ).unref();
+    child.stdout!.on('data', onData);
+    onData();
+    exited.then(
+      ({ code, signal }) => fail(`exited (${code ?? signal})`),
+      (err: Error) => fail(`failed to spawn (${err.message})`),
+    );
+  });
+}
+
+/**
+ * Starts `script` (one of the tests' own servers, test/helpers/*-server.ts) with
+ * SERVER_ENV and `env` over the test process's environment; resolves with the process and
+ * its `msg` log line (which says where it listens) once it is written. Rejects as
+ * `loggedLine` does.
+ */
+export async function spawnScript(
+  script: string,
+  msg: string,
+  env: Record<string, string>,
+): Promise<{ node: NodeProcess; line: Record<string, any> }> {
+  const node = spawnNode(script, { ...process.env, ...SERVER_ENV, ...env });
+  return { node, line: await loggedLine(node, msg, { name: script }) };
+}
+
+/**
  * Starts `src/main.ts` in `role` on `databaseUrl`; resolves at its "taskhandle listening" line.
  * Rejects (and kills the process) if it exits first or does not listen within 30 s.
  */
-export function spawnServer({
+export async function spawnServer({
   role,
   databaseUrl,
   env = {},
@@ -103,10 +181,7 @@ export function spawnServer({
   const node = spawnNode('src/main.ts', {
     ...process.env,
     ...databaseEnv(databaseUrl),
-    PORT: '0',
-    HOST: '127.0.0.1',
-    AUTH_JWT_SECRET: SECRET,
-    LOG_LEVEL: 'info',
+    ...SERVER_ENV,
     ROLE: role,
     ...env,
   });
@@ -115,33 +190,28 @@ export function spawnServer({
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exited;
   };
-  return new Promise((resolve, reject) => {
-    const settle = () => {
-      clearTimeout(timer);
-      child.stdout!.off('data', onData);
-    };
-    const fail = (why: string) => {
-      settle();
-      void stop('SIGKILL');
-      reject(new Error(`${role} ${why} before listening: ${node.stderr()}`));
-    };
-    const onData = () => {
-      const listening = node.logs().find((l) => l.msg === 'taskhandle listening');
-      if (!listening) return;
-      settle();
-      const url = listening.url as string;
-      resolve({ ...node, role, url, wsUrl: `${url.replace(/^http/, 'ws')}/graphql`, stop });
-    };
-    const timer = setTimeout(
-      () => fail(`did not start within ${startTimeoutMs / 1000} s`),
-      startTimeoutMs,
-    ).unref();
-    child.stdout!.on('data', onData);
-    exited.then(
-      ({ code, signal }) => fail(`exited (${code ?? signal})`),
-      (err: Error) => fail(`failed to spawn (${err.message})`),
-    );
+  const listening = await loggedLine(node, 'taskhandle listening', {
+    name: role,
+    timeoutMs: startTimeoutMs,
   });
+  const url = listening.url as string;
+  return { ...node, role, url, wsUrl: `${url.replace(/^http/, 'ws')}/graphql`, stop };
+}
+
+/**
+ * Starts a server for each of `options` at once; resolves when all listen. Each is added to
+ * `into` as it listens, so that stopping `into` stops it even if another fails to start.
+ */
+export function spawnServersInto<const Options extends readonly ServerOptions[]>(
+  into: ServerProcess[],
+  ...options: Options
+): Promise<{ -readonly [K in keyof Options]: ServerProcess }> {
+  const started = options.map(async (o) => {
+    const server = await spawnServer(o);
+    into.push(server);
+    return server;
+  });
+  return Promise.all(started) as Promise<{ -readonly [K in keyof Options]: ServerProcess }>;
 }
 
 /** POSTs a GraphQL operation to the server at `url` as the bearer of `token`; the parsed body. */
@@ -176,14 +246,14 @@ export interface NpmStart {
 }
 
 /**
- * Runs `npm start` in `env` (on top of the test process's own) in a new process group and
- * resolves once the server logs "taskhandle listening". Rejects, killing the group, if it
- * exits first or does not listen within 120 s.
+ * Runs `npm start` with SERVER_ENV and `env` over the test process's environment, in a new
+ * process group, and resolves once the server logs "taskhandle listening". Rejects, killing
+ * the group, if it exits first or does not listen within 120 s.
  */
 export function spawnNpmStart(env: Record<string, string | undefined>): Promise<NpmStart> {
   const npm = spawn('npm', ['start'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, ...SERVER_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });

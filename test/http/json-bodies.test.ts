@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { alice, t, useFileApp } from '../helpers/file-app.js';
 
 /**
  * One rule for which bodies are JSON (src/http/json-body.ts, docs/limits.md), the same on every
@@ -7,13 +7,7 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
  * Each face gets a request that is fine but for its Content-Type.
  */
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 /** A POST each face would take (or refuse for another reason than its type). */
 const FACES: Record<string, { path: string; body: unknown; headers?: Record<string, string> }> = {

@@ -1,13 +1,12 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/errors.js';
 import { PayloadTooLarge } from '../../src/http/body.js';
 import { answerThrown } from '../../src/http/last-catch.js';
 import { sendJson } from '../../src/http/problem.js';
 import { createHttpServer } from '../../src/http/server.js';
+import { capturingLog } from '../helpers/app.js';
 
 /**
  * The last catch (src/http/last-catch.ts), the one way the server and every plain-HTTP face
@@ -15,16 +14,7 @@ import { createHttpServer } from '../../src/http/server.js';
  * its cause, or — once the headers are out — a cut response, never one that looks whole.
  */
 
-const lines: Array<Record<string, any>> = [];
-const log = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  }),
-);
+const { log, lines } = capturingLog();
 
 /** A value whose every read throws: the catch must still answer and log. */
 const hostile = new Proxy(

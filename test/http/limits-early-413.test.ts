@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { alice, t, useFileApp } from '../helpers/file-app.js';
 import { RawConnection, type RawResponse } from '../helpers/raw-http.js';
 
 /**
@@ -13,13 +13,7 @@ const MIB = 1_048_576;
 /** Far beyond any answer the server owes; the assertions are on the answer, not on time. */
 const GENEROUS_MS = 20_000;
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 const ROUTES = ['/v1/jobs', '/graphql', '/mcp', '/a2a', '/no-such-route'];
 
@@ -76,7 +70,8 @@ function chunks(bytes: number): Buffer {
   return Buffer.concat([...parts, Buffer.from('0\r\n\r\n')]);
 }
 
-describe('a declared Content-Length over the limit', () => {
+// Concurrent: each test ends by waiting out the server's lingering close (2 s of silence).
+describe.concurrent('a declared Content-Length over the limit', () => {
   for (const path of ROUTES) {
     it(`on ${path} is answered 413 after 2 MiB of a declared 64 MiB, with no more sent`, async () => {
       const conn = new RawConnection(t.url);
@@ -105,7 +100,7 @@ describe('a declared Content-Length over the limit', () => {
   });
 });
 
-describe('a chunked body passing the limit', () => {
+describe.concurrent('a chunked body passing the limit', () => {
   // An unknown route reads no body: it is answered 404 at once.
   for (const path of ROUTES.filter((p) => p !== '/no-such-route')) {
     it(`on ${path} is answered 413 without waiting for its end`, async () => {

@@ -1,24 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { alice, t, useFileApp } from '../helpers/file-app.js';
 import { RawConnection } from '../helpers/raw-http.js';
 import { restClient } from '../helpers/rest.js';
 
 /** HTTP limits of DESIGN §12: one body limit on every route, timeouts, media types, CORS. */
 
 const LIMIT = 64 * 1024;
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp({
-    env: {
-      HTTP_MAX_BODY_BYTES: String(LIMIT),
-      HTTP_HEADERS_TIMEOUT_MS: '300',
-      HTTP_REQUEST_TIMEOUT_MS: '600',
-    },
-  });
-  alice = await t.token('alice');
+useFileApp({
+  env: {
+    HTTP_MAX_BODY_BYTES: String(LIMIT),
+    HTTP_HEADERS_TIMEOUT_MS: '300',
+    HTTP_REQUEST_TIMEOUT_MS: '600',
+  },
 });
-afterAll(() => t?.stop());
 
 function post(path: string, headers: Record<string, string>, body: string): string {
   const lines = [`POST ${path} HTTP/1.1`, 'Host: localhost', `Authorization: Bearer ${alice}`];

@@ -1,31 +1,50 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
-import { describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers/process.js';
-import { SECRET } from '../helpers/secret.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { databaseEnv } from '../helpers/database-env.js';
+import { freshDatabase, seedDataDir, type TestDatabase } from '../helpers/db.js';
+import { ROOT, SERVER_ENV } from '../helpers/process.js';
 
 /** Log lines on a terminal (a pseudo-terminal from `script`), as a person starts the server. */
 
 const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
 
-/** The server on a terminal in `nodeEnv`: what it printed up to its "listening" line. */
-function onTerminal(nodeEnv: string): Promise<string> {
+const databases: TestDatabase[] = [];
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const database of databases) await database.drop();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * The server on a terminal in `nodeEnv`: what it printed up to its "listening" line. On this
+ * run's backend, with a database migrated before (a fresh Postgres one, or a PGlite DATA_DIR
+ * holding it): what is printed is the subject, not a first start's initdb.
+ */
+async function onTerminal(nodeEnv: string): Promise<string> {
+  const database = await freshDatabase();
+  databases.push(database);
+  const dataDir = mkdtempSync(join(tmpdir(), 'taskhandle-terminal-'));
+  dirs.push(dataDir);
+  await seedDataDir(dataDir);
   const command = ['node', '--import', 'tsx', 'src/main.ts'].map(quote).join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
       NODE_ENV: nodeEnv,
-      DATA_DIR: 'memory://',
-      AUTH_JWT_SECRET: SECRET,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
+      DATA_DIR: dataDir,
+      ...(database.url ? databaseEnv(database.url) : {}),
+      ...SERVER_ENV,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
   let output = '';
+  let listened = false;
   return new Promise<string>((resolve, reject) => {
     // Cleared once settled: the test process goes on to other files (vitest isolate: false).
     const timer = setTimeout(() => {
@@ -35,15 +54,17 @@ function onTerminal(nodeEnv: string): Promise<string> {
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       // A terminal ends lines with \r\n, and `.` stops at \r.
-      if (/taskhandle listening[^\n]*\n/.test(output)) {
+      if (!listened && /taskhandle listening[^\n]*\n/.test(output)) {
+        listened = true;
         clearTimeout(timer);
         process.kill(-child.pid!, 'SIGTERM');
-        resolve(output);
       }
     });
+    // Settled once it has exited, so that its database and DATA_DIR are no longer in use.
     child.once('close', () => {
       clearTimeout(timer);
-      reject(new Error(`exited before listening: ${output}`));
+      if (listened) resolve(output);
+      else reject(new Error(`exited before listening: ${output}`));
     });
   });
 }

@@ -1,32 +1,53 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, SECRET } from '../helpers/app.js';
-import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
+import { eventually } from '../helpers/app.js';
+import { databaseEnv } from '../helpers/database-env.js';
+import { backend, freshDatabase, seedDataDir, type TestDatabase } from '../helpers/db.js';
 import { lockDist } from '../helpers/dist-lock.js';
-import { ROOT } from '../helpers/process.js';
+import { gqlAt, ROOT, SERVER_ENV } from '../helpers/process.js';
 import { readWriteToken } from '../helpers/secret.js';
 
 /**
- * The package as another project gets it: `npm pack`, installed from the tarball into a
- * project with neither tsx nor TypeScript, a server of its own with one kind of its own
+ * The package as another project gets it: `npm pack` (whose prepack is `npm run build`),
+ * installed from the tarball into a project with neither tsx nor TypeScript; the production
+ * start, `node dist/main.js` with no loader; a server of its own with one kind of its own
  * using only the public exports, started with plain `node`; the client, the bin and the type
- * declarations from the same install.
+ * declarations from the same install. One build and one install for all of it: each costs
+ * tens of seconds of CPU.
  */
 
 const run = promisify(execFile);
 const work = mkdtempSync(join(tmpdir(), 'taskhandle-package-'));
-const project = join(work, 'project');
+/**
+ * With TEST_PACKAGE_DIR set, the packed and installed package is kept there (one folder per
+ * Node version) for the next run of this checkout: CI's Postgres and PGlite runs share one,
+ * so the second runs on what the first built and installed from the same sources minutes
+ * before. Unset, each run packs and installs its own.
+ */
+const kept = process.env.TEST_PACKAGE_DIR
+  ? join(process.env.TEST_PACKAGE_DIR, `node-${process.version}`)
+  : undefined;
+const packed = kept ?? work;
+const project = join(packed, 'project');
+/** Written last: the package in `packed` is whole. */
+const FILES = join(packed, 'files.json');
 let files: string[] = [];
 let database: TestDatabase | undefined;
 
 beforeAll(async () => {
   if (backend === 'pg') database = await freshDatabase();
+  if (existsSync(FILES)) {
+    files = JSON.parse(readFileSync(FILES, 'utf8'));
+    return;
+  }
+  rmSync(project, { recursive: true, force: true }); // a run that stopped halfway
+  mkdirSync(packed, { recursive: true });
   const unlockDist = await lockDist();
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], {
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packed], {
     cwd: ROOT,
     maxBuffer: 16 * 1024 * 1024,
   }).finally(unlockDist);
@@ -35,21 +56,22 @@ beforeAll(async () => {
     filename: string;
     files: Array<{ path: string }>;
   }>;
-  files = report[0]!.files.map((f) => f.path);
-  mkdirSync(project);
+  mkdirSync(project, { recursive: true });
   writeFileSync(
     join(project, 'package.json'),
     JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
   );
   await run(
     'npm',
-    ['install', '--no-audit', '--no-fund', '--prefer-offline', join(work, report[0]!.filename)],
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', join(packed, report[0]!.filename)],
     { cwd: project },
   );
+  files = report[0]!.files.map((f) => f.path);
+  writeFileSync(FILES, JSON.stringify(files));
 }, 600_000);
 afterAll(async () => {
   await database?.drop();
-  rmSync(work, { recursive: true, force: true }); // a whole installed node_modules
+  rmSync(work, { recursive: true, force: true }); // a whole installed node_modules, unless kept
 }, 300_000);
 
 const SERVER = `
@@ -115,6 +137,47 @@ export async function main(): Promise<string> {
 }
 `;
 
+/**
+ * Runs `node script` in the consumer project as production runs it (no loader; of the test
+ * process's environment only PATH), on this run's database or in `dataDir`; hands `use` the
+ * URL it prints (the first group of `printed`), then stops it with SIGTERM: it must exit 0
+ * and write nothing to stderr.
+ */
+async function withPlainNode(
+  script: string,
+  dataDir: string,
+  printed: RegExp,
+  use: (url: string) => Promise<void>,
+): Promise<void> {
+  const child = spawn(process.execPath, [script], {
+    cwd: project,
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'production',
+      ...SERVER_ENV,
+      DATA_DIR: dataDir,
+      ...(database?.url ? databaseEnv(database.url) : {}),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  try {
+    const url = await eventually(async () => {
+      if (child.exitCode !== null) throw new Error(`exited: ${stderr}`);
+      return printed.exec(stdout)?.[1];
+    }, 120_000);
+    await use(url);
+  } finally {
+    child.kill('SIGTERM');
+  }
+  expect(await exited).toBe(0);
+  expect(stderr).toBe('');
+}
+
 describe('npm pack, installed elsewhere', { timeout: 180_000 }, () => {
   it('publishes what running needs and nothing else', () => {
     expect(files).toEqual(
@@ -134,73 +197,83 @@ describe('npm pack, installed elsewhere', { timeout: 180_000 }, () => {
     expect(files.filter((f) => /^(src|test|bench|docs)\/|\.map$/.test(f))).toEqual([]);
   });
 
+  it('starts with node dist/main.js: migrates, runs tasks (a worker thread too) and stops with 0', async () => {
+    // On the migrated database (on PGlite: seeded; a first start is start-stop's to prove),
+    // which the migrator checks against the published migrations/ it reads.
+    const main = join(project, 'node_modules/taskhandle/dist/main.js');
+    await seedDataDir(join(work, 'main-data'));
+    await withPlainNode(main, join(work, 'main-data'), /"url":"(http:[^"]+)"/, async (url) => {
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      // No loader in this process: the primes sieve's worker thread loads a file from dist/.
+      const token = await readWriteToken();
+      const started = await gqlAt(
+        url,
+        'mutation { startTask(input: { kind: "primes", input: { limit: 100000 } }) { id } }',
+        {},
+        token,
+      );
+      const id = started.data.startTask.id;
+      const done = await eventually(async () => {
+        const { data } = await gqlAt(
+          url,
+          'query($id: ID!) { task(id: $id) { status result } }',
+          { id },
+          token,
+        );
+        return data.task.status === 'WORKING' ? undefined : data.task;
+      }, 20_000);
+      expect(done).toEqual({ status: 'COMPLETED', result: { limit: 100000, count: 9592 } });
+    });
+  });
+
   it('runs a server of its own kinds with plain node, reached over REST and the client', async () => {
     writeFileSync(join(project, 'server.mjs'), SERVER);
     writeFileSync(join(project, 'client.mjs'), CLIENT);
-    const child = spawn(process.execPath, ['server.mjs'], {
-      cwd: project,
-      env: {
-        PATH: process.env.PATH ?? '',
-        NODE_ENV: 'production',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        AUTH_JWT_SECRET: SECRET,
-        DATA_DIR: join(work, 'data'),
-        LOG_LEVEL: 'warn',
-        ...(database?.url ? { DATABASE_URL: database.url } : {}),
+    await seedDataDir(join(work, 'data'));
+    await withPlainNode(
+      'server.mjs',
+      join(work, 'data'),
+      /"listening":"(http:[^"]+)"/,
+      async (url) => {
+        const token = await readWriteToken();
+        const auth = { authorization: `Bearer ${token}` };
+        const started = await fetch(`${url}/v1/jobs`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ kind: 'greet', input: { name: 'REST' } }),
+        });
+        expect(started.status).toBe(202);
+        const { taskId } = (await started.json()) as { taskId: string };
+        const done = await eventually(async () => {
+          const job = (await (
+            await fetch(`${url}/v1/jobs/${taskId}`, { headers: auth })
+          ).json()) as {
+            status: string;
+          };
+          return job.status === 'working' ? undefined : job;
+        }, 30_000);
+        expect(done).toMatchObject({ status: 'completed', result: { greeting: 'Hello, REST' } });
+
+        const client = await run(process.execPath, ['client.mjs', url], {
+          cwd: project,
+          env: { PATH: process.env.PATH ?? '', TOKEN: token },
+        });
+        expect(JSON.parse(client.stdout)).toEqual({ greeting: 'Hello, client' });
+
+        // The bin of the installed package: dist/, as no sources were published.
+        const kinds = await run(
+          join(project, 'node_modules/.bin/taskhandle'),
+          ['--url', url, '--token', token, '--json', 'kinds'],
+          { cwd: project, env: { PATH: process.env.PATH ?? '' } },
+        );
+        expect(
+          kinds.stdout
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l).name),
+        ).toContain('greet');
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    try {
-      const url = await eventually(async () => {
-        if (child.exitCode !== null) throw new Error(`exited: ${stderr}`);
-        return stdout.match(/"listening":"(http:[^"]+)"/)?.[1];
-      }, 120_000);
-      const token = await readWriteToken();
-      const auth = { authorization: `Bearer ${token}` };
-      const started = await fetch(`${url}/v1/jobs`, {
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ kind: 'greet', input: { name: 'REST' } }),
-      });
-      expect(started.status).toBe(202);
-      const { taskId } = (await started.json()) as { taskId: string };
-      const done = await eventually(async () => {
-        const job = (await (await fetch(`${url}/v1/jobs/${taskId}`, { headers: auth })).json()) as {
-          status: string;
-        };
-        return job.status === 'working' ? undefined : job;
-      }, 30_000);
-      expect(done).toMatchObject({ status: 'completed', result: { greeting: 'Hello, REST' } });
-
-      const client = await run(process.execPath, ['client.mjs', url], {
-        cwd: project,
-        env: { PATH: process.env.PATH ?? '', TOKEN: token },
-      });
-      expect(JSON.parse(client.stdout)).toEqual({ greeting: 'Hello, client' });
-
-      // The bin of the installed package: dist/, as no sources were published.
-      const kinds = await run(
-        join(project, 'node_modules/.bin/taskhandle'),
-        ['--url', url, '--token', token, '--json', 'kinds'],
-        { cwd: project, env: { PATH: process.env.PATH ?? '' } },
-      );
-      expect(
-        kinds.stdout
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l).name),
-      ).toContain('greet');
-    } finally {
-      child.kill('SIGTERM');
-    }
-    expect(await exited).toBe(0);
-    expect(stderr).toBe('');
+    );
   });
 
   it("type-checks a consumer's TypeScript against the published declarations", async () => {

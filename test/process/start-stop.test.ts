@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, SECRET } from '../helpers/app.js';
-import { backend, freshDatabase, pgliteImage, type TestDatabase } from '../helpers/db.js';
+import { eventually } from '../helpers/app.js';
+import { backend, freshDatabase, seedDataDir, type TestDatabase } from '../helpers/db.js';
 import {
   alive,
   gqlAt,
@@ -55,14 +55,8 @@ async function npmStart(
   dirs.push(dataDir);
   const database = backend === 'pg' ? await freshDatabase() : undefined;
   if (database) databases.push(database);
-  if (backend === 'pglite' && !fresh) {
-    const seeded = await PGlite.create(join(dataDir, 'pgdata'), {
-      loadDataDir: await pgliteImage(),
-    });
-    await seeded.close();
-  }
+  if (!fresh) await seedDataDir(dataDir);
   const server = await spawnNpmStart({
-    AUTH_JWT_SECRET: SECRET,
     DATA_DIR: dataDir,
     DATABASE_URL: database?.url,
     TASK_SHUTDOWN_GRACE_MS: '200',

@@ -1,21 +1,18 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTaskKind } from '../../src/tasks/kinds.js';
-import { ADMIN_SCOPES, eventually, startTestApp, type TestApp } from '../helpers/app.js';
+import {
+  ADMIN_SCOPES,
+  capturingLog,
+  eventually,
+  startTestApp,
+  type TestApp,
+} from '../helpers/app.js';
 import { hold, untilAborted } from '../helpers/kinds.js';
 import { restClient } from '../helpers/rest.js';
 
 /** cancelTasks and POST /v1/jobs/cancel (DESIGN §15), on one process. */
 
-const lines: Array<Record<string, unknown>> = [];
-const sink = new Writable({
-  write(chunk: Buffer, _encoding, done) {
-    for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
-      lines.push(JSON.parse(line));
-    done();
-  },
-});
+const { log, lines } = capturingLog();
 
 /** Why each handler of `watched` was stopped, by task id. */
 const aborted = new Map<string, unknown>();
@@ -38,7 +35,7 @@ let api: ReturnType<typeof restClient>;
 beforeAll(async () => {
   t = await startTestApp({
     kinds: [hold, watched],
-    log: pino({ level: 'info' }, sink),
+    log,
     env: { RUNNER_CONCURRENCY: '50' },
   });
   alice = await t.token('alice');

@@ -9,7 +9,7 @@ import {
   type ReceivedSpan,
   startOtlpReceiver,
 } from '../helpers/otlp-receiver.js';
-import { type ServerProcess, spawnServer } from '../helpers/process.js';
+import { type ServerProcess, spawnServer, spawnServersInto } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/receiver.js';
 import { readWriteToken } from '../helpers/secret.js';
 
@@ -63,18 +63,11 @@ describe.skipIf(backend !== 'pg')('tracing across processes (Postgres)', () => {
     eventually(async () => otlp.spans.find(predicate), 30_000);
 
   it('continues the start request’s trace in the attempt and webhook delivery of another worker after the first was killed mid-task', async () => {
-    const api = await spawnServer({
-      role: 'api',
-      databaseUrl: database.url!,
-      env: envFor('th-api'),
-    });
-    processes.push(api);
-    const first = await spawnServer({
-      role: 'worker',
-      databaseUrl: database.url!,
-      env: envFor('th-worker-1'),
-    });
-    processes.push(first);
+    const [api, first] = await spawnServersInto(
+      processes,
+      { role: 'api', databaseUrl: database.url!, env: envFor('th-api') },
+      { role: 'worker', databaseUrl: database.url!, env: envFor('th-worker-1') },
+    );
     const token = await readWriteToken();
     const response = await fetch(`${api.url}/graphql`, {
       method: 'POST',

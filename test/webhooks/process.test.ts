@@ -6,7 +6,7 @@ import { purgeExpired } from '../../src/tasks/purge.js';
 import { claimDeliveries, finishDelivery } from '../../src/tasks/webhooks/deliveries.js';
 import { eventually, startTestApp } from '../helpers/app.js';
 import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
-import { gqlAt, type ServerProcess, spawnServer } from '../helpers/process.js';
+import { gqlAt, type ServerProcess, spawnServer, spawnServersInto } from '../helpers/process.js';
 import { type Receiver, startReceiver, verify } from '../helpers/receiver.js';
 import { readWriteToken } from '../helpers/secret.js';
 
@@ -56,9 +56,11 @@ describe.skipIf(backend !== 'pg')('webhooks across processes (Postgres)', () => 
       WEBHOOK_TIMEOUT_MS: '1000',
       WEBHOOK_RETRY_SCHEDULE_MS: '100',
     };
-    const api = await spawnServer({ role: 'api', databaseUrl: database.url!, env });
-    const first = await spawnServer({ role: 'worker', databaseUrl: database.url!, env });
-    processes.push(api, first);
+    const [api, first] = await spawnServersInto(
+      processes,
+      { role: 'api', databaseUrl: database.url!, env },
+      { role: 'worker', databaseUrl: database.url!, env },
+    );
     const alice = await readWriteToken();
     const started = await gqlAt(
       api.url,

@@ -1,9 +1,18 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { a2aClient, codeOf, rejection, startRequest } from '../../helpers/a2a.js';
-import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import {
+  a2aClient,
+  codeOf,
+  getTaskCall,
+  postA2A,
+  rejection,
+  startRequest,
+  startRequestJson,
+  UNKNOWN_ID,
+} from '../../helpers/a2a.js';
+import { capturingLog, startTestApp } from '../../helpers/app.js';
+import { alice, t, useFileApp } from '../../helpers/file-app.js';
 import { rest } from '../../helpers/rest.js';
+import { expectProblem } from '../../helpers/rest-jobs.js';
 import { gate, racer } from '../../helpers/runner-kinds.js';
 
 /**
@@ -12,55 +21,17 @@ import { gate, racer } from '../../helpers/runner-kinds.js';
  * requests, so they are written by hand; everything else goes through the SDK.
  */
 
-const lines: Array<Record<string, any>> = [];
-const sink = new Writable({
-  write(chunk, _encoding, done) {
-    for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
-    done();
-  },
-});
+const { log, lines } = capturingLog();
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp({ log: pino({ level: 'info' }, sink), kinds: [racer] });
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp({ log, kinds: [racer] });
 
-/** A JSON-RPC request by hand; `headers` replace the defaults (A2A-Version 1.0, JSON). */
-function rpc(
-  token: string | null,
-  body: unknown,
-  headers: Record<string, string> = { 'a2a-version': '1.0' },
-) {
-  return rest(t.url, 'POST', '/a2a', { token, body, headers });
-}
-
-const getTask = (id: string) => ({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id } });
-const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
-
-function expectProblem(res: Awaited<ReturnType<typeof rpc>>, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(res.body).toMatchObject({ status, code });
-}
-
-function startRequestJson() {
-  return {
-    message: {
-      messageId: `http-${Math.random()}`,
-      role: 'ROLE_USER',
-      parts: [{ data: { ms: 0 } }],
-      metadata: { skill: 'sleep' },
-    },
-    configuration: { returnImmediately: true },
-  };
-}
+/** A JSON-RPC request by hand (postA2A) to the file's app. */
+const rpc = (token: string | null, body: unknown, headers?: Record<string, string>) =>
+  postA2A(t.url, token, body, headers);
 
 describe('bodies', () => {
   it('415 for a body that is not JSON by its type', async () => {
-    const res = await rpc(alice, JSON.stringify(getTask(UNKNOWN_ID)), {
+    const res = await rpc(alice, JSON.stringify(getTaskCall(UNKNOWN_ID)), {
       'a2a-version': '1.0',
       'content-type': 'text/plain',
     });
@@ -68,7 +39,7 @@ describe('bodies', () => {
   });
 
   it('413 for a body over 1 MiB, and the connection closed', async () => {
-    const body = JSON.stringify({ ...getTask(UNKNOWN_ID), pad: 'x'.repeat(1024 * 1024) });
+    const body = JSON.stringify({ ...getTaskCall(UNKNOWN_ID), pad: 'x'.repeat(1024 * 1024) });
     const res = await rpc(alice, body);
     expectProblem(res, 413, 'PAYLOAD_TOO_LARGE');
     expect(res.headers.get('connection')).toBe('close');
@@ -76,7 +47,7 @@ describe('bodies', () => {
 
   it('-32700 for JSON that does not parse, -32600 for a batch', async () => {
     expect((await rpc(alice, '{"jsonrpc":')).body.error.code).toBe(-32700);
-    expect((await rpc(alice, [getTask(UNKNOWN_ID)])).body.error.code).toBe(-32600);
+    expect((await rpc(alice, [getTaskCall(UNKNOWN_ID)])).body.error.code).toBe(-32600);
   });
 
   it('-32601 for a method A2A does not have', async () => {
@@ -171,7 +142,7 @@ describe('the wire', () => {
 
 describe('faults', () => {
   it('an unexpected failure is -32603, masked for the client and logged with its cause', async () => {
-    const broken = await startTestApp({ log: pino({ level: 'info' }, sink) });
+    const broken = await startTestApp({ log });
     try {
       const client = await a2aClient(broken.url, await broken.token('alice'));
       await broken.app.db.close(); // the database goes away under the face

@@ -1,12 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { Writable } from 'node:stream';
 import { ClientFactory } from '@a2a-js/sdk/client';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { a2aClient, list } from '../../helpers/a2a.js';
-import { startTestApp, type TestApp } from '../../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import {
+  a2aClient,
+  getTaskCall,
+  list,
+  postA2A,
+  startRequestJson,
+  UNKNOWN_ID,
+} from '../../helpers/a2a.js';
+import { capturingLog } from '../../helpers/app.js';
+import { alice, t, useFileApp } from '../../helpers/file-app.js';
 import { rest } from '../../helpers/rest.js';
+import { expectProblem } from '../../helpers/rest-jobs.js';
 
 /**
  * The A2A face at the HTTP level (DESIGN §10): the agent card, and what `POST /a2a` refuses
@@ -14,43 +21,17 @@ import { rest } from '../../helpers/rest.js';
  * these requests, so they are written by hand; everything else goes through the SDK.
  */
 
-const lines: Array<Record<string, any>> = [];
-const sink = new Writable({
-  write(chunk, _encoding, done) {
-    for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
-    done();
-  },
-});
+const { log } = capturingLog();
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp({ log: pino({ level: 'info' }, sink) });
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp({ log });
 
 const { version } = JSON.parse(
   readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
 );
 
-/** A JSON-RPC request by hand; `headers` replace the defaults (A2A-Version 1.0, JSON). */
-function rpc(
-  token: string | null,
-  body: unknown,
-  headers: Record<string, string> = { 'a2a-version': '1.0' },
-) {
-  return rest(t.url, 'POST', '/a2a', { token, body, headers });
-}
-
-const getTask = (id: string) => ({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id } });
-const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
-
-function expectProblem(res: Awaited<ReturnType<typeof rpc>>, status: number, code: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(res.body).toMatchObject({ status, code });
-}
+/** A JSON-RPC request by hand (postA2A) to the file's app. */
+const rpc = (token: string | null, body: unknown, headers?: Record<string, string>) =>
+  postA2A(t.url, token, body, headers);
 
 describe('the agent card', () => {
   it('is served without a token, exactly as §10 shapes it, one skill per kind', async () => {
@@ -161,7 +142,7 @@ describe('the agent card', () => {
 
 describe('authentication, before the body is read', () => {
   it('401 with a bare Bearer challenge without a token', async () => {
-    const res = await rpc(null, getTask(UNKNOWN_ID));
+    const res = await rpc(null, getTaskCall(UNKNOWN_ID));
     expectProblem(res, 401, 'UNAUTHENTICATED');
     expect(res.headers.get('www-authenticate')).toBe('Bearer');
   });
@@ -170,7 +151,7 @@ describe('authentication, before the body is read', () => {
     const expired = await t.token('alice', ['tasks:read'], -120);
     const forged = `${alice.slice(0, -4)}AAAA`;
     for (const token of ['not-a-jwt', forged, expired]) {
-      const res = await rpc(token, getTask(UNKNOWN_ID));
+      const res = await rpc(token, getTaskCall(UNKNOWN_ID));
       expectProblem(res, 401, 'UNAUTHENTICATED');
       expect(res.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
     }
@@ -212,32 +193,20 @@ describe('scopes: tasks:write to send and cancel, tasks:read to get, list and su
   });
 });
 
-function startRequestJson() {
-  return {
-    message: {
-      messageId: `http-${Math.random()}`,
-      role: 'ROLE_USER',
-      parts: [{ data: { ms: 0 } }],
-      metadata: { skill: 'sleep' },
-    },
-    configuration: { returnImmediately: true },
-  };
-}
-
 describe('the protocol version', () => {
   it('without A2A-Version a request counts as 0.3: VersionNotSupportedError -32009', async () => {
-    const res = await rpc(alice, getTask(UNKNOWN_ID), { 'content-type': 'application/json' });
+    const res = await rpc(alice, getTaskCall(UNKNOWN_ID), { 'content-type': 'application/json' });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32009 } });
   });
 
   it('0.3 named outright is refused the same way', async () => {
-    const res = await rpc(alice, getTask(UNKNOWN_ID), { 'a2a-version': '0.3' });
+    const res = await rpc(alice, getTaskCall(UNKNOWN_ID), { 'a2a-version': '0.3' });
     expect(res.body.error.code).toBe(-32009);
   });
 
   it('1.0 is served', async () => {
-    const res = await rpc(alice, getTask(UNKNOWN_ID));
+    const res = await rpc(alice, getTaskCall(UNKNOWN_ID));
     expect(res.body).toMatchObject({ id: 7, error: { code: -32001 } });
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UNKNOWN_ID } from '../../helpers/a2a.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { rest } from '../../helpers/rest.js';
 
@@ -31,7 +32,6 @@ async function rpc(
   return res.body as { result?: any; error?: { code: number; message: string } };
 }
 
-const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
 let messages = 0;
 const message = (parts: unknown[], skill = 'sleep') => ({
   message: {

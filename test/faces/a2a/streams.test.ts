@@ -9,6 +9,7 @@ import {
   list,
   rejection,
   startRequest,
+  UNKNOWN_ID,
 } from '../../helpers/a2a.js';
 import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
 import { hold } from '../../helpers/kinds.js';
@@ -19,8 +20,6 @@ import { hold } from '../../helpers/kinds.js';
  * before the completed status, and end after the terminal state; they stay open while the
  * task waits for input. Events come from the task's event stream, never from polling.
  */
-
-const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
 
 let t: TestApp;
 let alice: Client;

@@ -1,9 +1,16 @@
 import { TaskState } from '@a2a-js/sdk';
-import type { Client } from '@a2a-js/sdk/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { a2aClient, codeOf, list, rejection, startRequest } from '../../helpers/a2a.js';
-import { ADMIN_SCOPES, eventually, startTestApp, type TestApp } from '../../helpers/app.js';
-import { holdWith } from '../../helpers/kinds.js';
+import { describe, expect, it } from 'vitest';
+import { a2aClient, codeOf, list, rejection, startRequest, UNKNOWN_ID } from '../../helpers/a2a.js';
+import {
+  alice,
+  aliceToken,
+  bob,
+  fresh,
+  restGet,
+  t,
+  useA2ATasksApp,
+} from '../../helpers/a2a-tasks.js';
+import { ADMIN_SCOPES, eventually } from '../../helpers/app.js';
 import { rest } from '../../helpers/rest.js';
 
 /**
@@ -11,45 +18,10 @@ import { rest } from '../../helpers/rest.js';
  * ListTasks, CancelTask and the extended card, with the errors of each.
  */
 
-/** Waits until cancelled; its input's `n`, if given, must be an integer. */
-const hold = holdWith({ inputSchema: { type: 'object', properties: { n: { type: 'integer' } } } });
-
-/** Reports progress with a message, then waits until cancelled. */
-const halfway = holdWith({
-  name: 'halfway',
-  inputSchema: hold.inputSchema,
-  run: (ctx) => {
-    ctx.progress(0.5, 'halfway there');
-    return hold.run(ctx);
-  },
-});
-
 /** What the Client adds to each call, for calls made on its transport. */
 const V1 = { serviceParameters: { 'A2A-Version': '1.0' } };
-const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
 
-let t: TestApp;
-let alice: Client;
-let bob: Client;
-let aliceToken: string;
-beforeAll(async () => {
-  t = await startTestApp({
-    kinds: [hold, halfway],
-    // Tasks of `hold` run until cancelled: room for them all beside the quick ones.
-    env: { RUNNER_CONCURRENCY: '200' },
-  });
-  aliceToken = await t.token('alice');
-  alice = await a2aClient(t.url, aliceToken);
-  bob = await a2aClient(t.url, await t.token('bob'));
-});
-afterAll(() => t?.stop());
-
-const restGet = (id: string, token = aliceToken) => rest(t.url, 'GET', `/v1/jobs/${id}`, { token });
-
-/** A client for a principal of its own, so counts start at zero. */
-async function fresh(sub: string): Promise<Client> {
-  return a2aClient(t.url, await t.token(sub));
-}
+useA2ATasksApp();
 
 describe('GetTask', () => {
   it('the task, historyLength accepted, history empty', async () => {

@@ -1,6 +1,5 @@
 import { Role, TaskState } from '@a2a-js/sdk';
-import type { Client } from '@a2a-js/sdk/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   a2aClient,
   answerRequest,
@@ -9,9 +8,18 @@ import {
   messageId,
   rejection,
   startRequest,
+  UNKNOWN_ID,
 } from '../../helpers/a2a.js';
-import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
-import { holdWith } from '../../helpers/kinds.js';
+import {
+  alice,
+  aliceToken,
+  bob,
+  fresh,
+  restGet,
+  t,
+  useA2ATasksApp,
+} from '../../helpers/a2a-tasks.js';
+import { eventually } from '../../helpers/app.js';
 import { rest } from '../../helpers/rest.js';
 
 /**
@@ -20,47 +28,13 @@ import { rest } from '../../helpers/rest.js';
  * in the store. GetTask, ListTasks and CancelTask: a2a-tasks-read.
  */
 
-/** Waits until cancelled; its input's `n`, if given, must be an integer. */
-const hold = holdWith({ inputSchema: { type: 'object', properties: { n: { type: 'integer' } } } });
-
-/** Reports progress with a message, then waits until cancelled. */
-const halfway = holdWith({
-  name: 'halfway',
-  inputSchema: hold.inputSchema,
-  run: (ctx) => {
-    ctx.progress(0.5, 'halfway there');
-    return hold.run(ctx);
-  },
-});
-
 /** What the Client adds to each call, for calls made on its transport. */
-const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-let t: TestApp;
-let alice: Client;
-let bob: Client;
-let aliceToken: string;
-beforeAll(async () => {
-  t = await startTestApp({
-    kinds: [hold, halfway],
-    // Tasks of `hold` run until cancelled: room for them all beside the quick ones.
-    env: { RUNNER_CONCURRENCY: '200' },
-  });
-  aliceToken = await t.token('alice');
-  alice = await a2aClient(t.url, aliceToken);
-  bob = await a2aClient(t.url, await t.token('bob'));
-});
-afterAll(() => t?.stop());
+useA2ATasksApp();
 
-const restGet = (id: string, token = aliceToken) => rest(t.url, 'GET', `/v1/jobs/${id}`, { token });
 const byData = (part: any) => (part.content?.$case === 'data' ? part.content.value : undefined);
 const byText = (part: any) => (part.content?.$case === 'text' ? part.content.value : undefined);
-
-/** A client for a principal of its own, so counts start at zero. */
-async function fresh(sub: string): Promise<Client> {
-  return a2aClient(t.url, await t.token(sub));
-}
 
 describe('SendMessage starts a task', () => {
   it('returnImmediately: the task at once, working, committed before the answer', async () => {

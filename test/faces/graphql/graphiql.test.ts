@@ -1,6 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { type IncomingHttpHeaders, request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
@@ -9,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chooseEncoding } from '../../../src/faces/graphql/graphiql.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { browserSuite, CHROMIUM, CHROMIUM_ARGS } from '../../helpers/browser.js';
-import { freshDatabase } from '../../helpers/db.js';
+import { freePort } from '../../helpers/client-server.js';
+import { freshDatabase, seedDataDir } from '../../helpers/db.js';
 import { ROOT } from '../../helpers/process.js';
 
 /**
@@ -191,8 +191,10 @@ suite(title, () => {
     const port = await freePort();
     // One database for both starts, so the task started before is there after (Postgres).
     const database = await freshDatabase();
-    const start = (dataDir: string) =>
-      startTestApp({ database, env: { ...DEV, DATA_DIR: dataDir, PORT: String(port) } });
+    const start = async (dataDir: string) => {
+      await seedDataDir(dataDir);
+      return startTestApp({ database, env: { ...DEV, DATA_DIR: dataDir, PORT: String(port) } });
+    };
 
     const first = await start(dataDirs[0]!);
     let id: string;
@@ -241,20 +243,9 @@ suite(title, () => {
       await second.stop();
       await database.drop();
     }
-    // Two server starts, each on a fresh embedded database, and a browser: longer than most.
+    // Two server starts and a browser: longer than most.
   }, 120_000);
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function rawGet(
   url: string,

@@ -1,22 +1,15 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { printSortedSchema } from '../../../src/faces/graphql/index.js';
-import { collect, eventually, startTestApp, type TestApp } from '../../helpers/app.js';
+import { collect, eventually } from '../../helpers/app.js';
+import { alice, bob, t, useFileApp } from '../../helpers/file-app.js';
 import {
   CANCEL_TASK as CANCEL,
   GET_TASK as GET,
   START_TASK as START,
 } from '../../helpers/operations.js';
 
-let t: TestApp;
-let alice: string;
-let bob: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-  bob = await t.token('bob');
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 const FOLLOW = `subscription($id: ID!) { taskUpdated(id: $id) { id status version progress result error { code message } } }`;
 const LIST = `query($first: Int, $after: String, $status: [TaskStatus!]) {

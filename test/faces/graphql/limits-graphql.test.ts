@@ -1,16 +1,11 @@
 import { getIntrospectionQuery } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GraphQLResponse, SECRET, startTestApp, type TestApp } from '../../helpers/app.js';
+import { alice, t, useFileApp } from '../../helpers/file-app.js';
 
 /** GraphQL rows of DESIGN §12: refused before execution, cheaply, coded, on every path. */
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 /**
  * The same document through the server's direct path (a plain POST) and through yoga's own

@@ -1,15 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { eventually } from '../../helpers/app.js';
+import { alice, t, useFileApp } from '../../helpers/file-app.js';
 
 /** `tasksUpdated(filter)` (DESIGN §15): only changes that leave a task meeting the filter. */
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 const FEED = `subscription($filter: TaskFilter) {
   tasksUpdated(filter: $filter) { id kind status labels version }

@@ -1,20 +1,10 @@
 import type { Client } from 'graphql-ws';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_SCOPES, startTestApp, type TestApp } from '../../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { alice, bob, admin as root, t, useFileApp } from '../../helpers/file-app.js';
 
 /** `tasksUpdated`: every change of the caller's tasks over a real WebSocket, and nobody else's. */
 
-let t: TestApp;
-let alice: string;
-let bob: string;
-let root: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-  bob = await t.token('bob');
-  root = await t.token('root', ADMIN_SCOPES);
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 const FEED = `subscription($status: [TaskStatus!], $owner: String) {
   tasksUpdated(status: $status, owner: $owner) {

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { ADMIN_SCOPES, startTestApp, type TestApp } from '../../helpers/app.js';
+import { admin, alice, t, useFileApp } from '../../helpers/file-app.js';
 
 /**
  * Subscription frames are written by the subscription itself (src/faces/graphql/ws-frames.ts),
@@ -8,15 +8,7 @@ import { ADMIN_SCOPES, startTestApp, type TestApp } from '../../helpers/app.js';
  * graphql-ws's bytes and order.
  */
 
-let t: TestApp;
-let alice: string;
-let admin: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-  admin = await t.token('root', ADMIN_SCOPES);
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 const FULL = 'subscription($id: ID!) { taskUpdated(id: $id) { id status version input owner } }';
 const STATUS = 'subscription($id: ID!) { taskUpdated(id: $id) { status } }';

@@ -16,8 +16,7 @@ import {
   rpcError,
   wireMessage,
 } from '../../helpers/mcp.js';
-
-const UNKNOWN_ID = '5b8c1e2a-3f4d-4e6f-8a9b-0c1d2e3f4a5b';
+import { UNKNOWN_ID } from '../../helpers/rest-jobs.js';
 
 let t: TestApp;
 let alice: string;

@@ -1,7 +1,8 @@
 import { CallToolResultSchema, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defineTaskKind } from '../../../src/tasks/kinds.js';
-import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
+import { eventually } from '../../helpers/app.js';
+import { alice, t, useFileApp } from '../../helpers/file-app.js';
 import { connectMcp } from '../../helpers/mcp.js';
 import { restClient } from '../../helpers/rest.js';
 
@@ -44,13 +45,7 @@ const pair = defineTaskKind({
     ),
 });
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp({ kinds: [pick, pair] });
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp({ kinds: [pick, pair] });
 
 /** An elicitation handler that answers from a script and records what it was asked. */
 function scripted(...answers: ElicitResult[]) {

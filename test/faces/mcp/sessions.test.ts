@@ -1,22 +1,14 @@
-import { Writable } from 'node:stream';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { sql } from 'kysely';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
+import { capturingLog, eventually, startTestApp, type TestApp } from '../../helpers/app.js';
 import { connectMcp, INITIALIZE, rawMcp, rpcError, wireMessage } from '../../helpers/mcp.js';
 
 /** An app whose log lines a test can wait for. */
 async function loggedApp(env: Record<string, string>) {
-  const lines: Array<Record<string, any>> = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  const app = await startTestApp({ env, log: pino({ level: 'info' }, sink) });
+  const { log, lines } = capturingLog();
+  const app = await startTestApp({ env, log });
   return { app, lines };
 }
 

@@ -1,6 +1,7 @@
 import { CreateTaskResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { eventually } from '../../helpers/app.js';
+import { alice, t, useFileApp } from '../../helpers/file-app.js';
 import { hold } from '../../helpers/kinds.js';
 import { connectMcp } from '../../helpers/mcp.js';
 import { v2Result, WITH_TASKS } from '../../helpers/mcp-v2.js';
@@ -18,13 +19,7 @@ const WORK = {
   'taskhandle/labels': {},
 };
 
-let t: TestApp;
-let alice: string;
-beforeAll(async () => {
-  t = await startTestApp({ kinds: [hold] });
-  alice = await t.token('alice');
-});
-afterAll(() => t?.stop());
+useFileApp({ kinds: [hold] });
 
 describe('MCP _meta carries the managed-work fields', () => {
   it('on 2025-11-25: the created task and tasks/get', async () => {

@@ -1,13 +1,14 @@
 import { sql } from 'kysely';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TaskEvents } from '../../../src/tasks/events/hub.js';
 import { READY_CHANNEL } from '../../../src/tasks/sql/common.js';
 import { findStoredTask } from '../../../src/tasks/sql/find.js';
 import type { Task } from '../../../src/tasks/task.js';
 import { DELIVERY_CHANNEL } from '../../../src/tasks/webhooks/store.js';
-import { collect, eventually, startTestApp, type TestApp } from '../../helpers/app.js';
+import { collect, eventually, startTestApp } from '../../helpers/app.js';
 import { backend } from '../../helpers/db.js';
+import { alice, bob, t, useFileApp } from '../../helpers/file-app.js';
 import { CANCEL_TASK as CANCEL, FOLLOW_VERSIONS as FOLLOW } from '../../helpers/operations.js';
 
 /** The process's event hub and row cache, on both backends. */
@@ -16,15 +17,7 @@ const log = pino({ level: 'silent' });
 const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id status version } }`;
 const GET = `query($id: ID!) { task(id: $id) { id status version progress } }`;
 
-let t: TestApp;
-let alice: string;
-let bob: string;
-beforeAll(async () => {
-  t = await startTestApp();
-  alice = await t.token('alice');
-  bob = await t.token('bob');
-});
-afterAll(() => t?.stop());
+useFileApp();
 
 async function start(input: unknown, kind = 'sleep', ttlMs?: number): Promise<string> {
   const response = await t.gql(
@@ -151,8 +144,10 @@ describe('the row cache', () => {
     for (let i = 0; i < 20; i++)
       expect(await poll(id)).toMatchObject({ status: 'WORKING', version: 1 });
     const after = t.app.events.cacheStats;
+    // No read went to the database, so each of the 20 was a hit (the app's own reads of other
+    // tasks, a late refresh for a subscriber, may add hits of their own).
     expect(after.misses).toBe(before.misses);
-    expect(after.hits - before.hits).toBe(20);
+    expect(after.hits - before.hits).toBeGreaterThanOrEqual(20);
 
     // Changed in this process: the very next poll has it (never older than what this process answered).
     const cancelled = (await t.gql(CANCEL, { id }, alice)).data.cancelTask;

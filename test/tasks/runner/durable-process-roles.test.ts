@@ -9,7 +9,7 @@ import { backend } from '../../helpers/db.js';
 import {
   alice,
   api,
-  claimant,
+  claimedBy,
   client,
   database,
   GET,
@@ -141,7 +141,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
     const [worker, all] = await Promise.all([startServer('worker'), startServer('all')]);
     await eventually(async () => ((await row(id)).status === 'completed' ? true : undefined));
     // Its one claim was theirs: the API process, first to hear of the task, never took it.
-    expect(claimant([worker, all], id, 1)).toBeDefined();
+    expect(await claimedBy([worker, all], id, 1)).toBeDefined();
 
     for (const server of [api, worker, all]) {
       for (const path of ['/healthz', '/readyz']) {

@@ -8,6 +8,7 @@ import {
   alice,
   api,
   claimant,
+  claimedBy,
   GET,
   kept,
   kill,
@@ -67,7 +68,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
 
       expect(done).toMatchObject({ status: 'completed', attempt: 2, worker_id: null, error: null });
       expect(done.result.sleptMs).toBeGreaterThanOrEqual(runMs);
-      expect(claimant([survivor], id, 2)).toBe(survivor);
+      expect(await claimedBy([survivor], id, 2)).toBe(survivor);
       expect(reclaimedAfter).toBeDefined();
       console.log(
         `[durable] TASK_LEASE_MS=${SHORT_LEASE_MS}: SIGKILL → reclaimed by the other worker in ${reclaimedAfter} ms, ` +
@@ -87,7 +88,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
           ? true
           : undefined,
       );
-      expect(claimant([survivor], id, 1)).toBe(survivor);
+      expect(await claimedBy([survivor], id, 1)).toBe(survivor);
 
       await kill(survivor); // the last worker
       const answered = await gqlAt(
@@ -137,7 +138,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
         status: 'COMPLETED',
         result: { approved: true, comment: 'ship it' },
       });
-      expect(claimant([w3], id, 2)).toBe(w3);
+      expect(await claimedBy([w3], id, 2)).toBe(w3);
     });
   });
 

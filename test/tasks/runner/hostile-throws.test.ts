@@ -35,6 +35,8 @@ const thrower = defineTaskKind<{ what: string }, never>({
     properties: { what: { enum: Object.keys(THROWS) } },
     required: ['what'],
   },
+  // Each of the three attempts throws it, some 10 and 20 ms apart rather than 1 and 2 s.
+  retry: { initialDelayMs: 10 },
   async run({ input }) {
     throw THROWS[input.what]?.();
   },

@@ -88,18 +88,23 @@ describe('the local queue', () => {
 
   it('keeps the leases of queued tasks while they wait for a slot', async () => {
     const ids = await startTasks(3);
-    const a = runner('renew-a', 1, 2, 300);
+    const leaseMs = 300;
+    const a = runner('renew-a', 1, 2, leaseMs);
     a.start();
     onTestFinished(() => a.stop(0));
     await until(() => (a.held === 1 && a.queued === 2 ? true : undefined));
     const queued = ids.filter((id) => !runs.some((r) => r.id === id));
     expect(queued).toHaveLength(2);
-    // Three leases' time later, still leased to the same attempt, and the lease reaches ahead.
-    await new Promise((r) => setTimeout(r, 900));
+    // Renewed until each lease ends two leases past where the claim's ended: renewed at least
+    // once after the claim's lease had lapsed, all the while leased to the same attempt.
+    const claimed = new Map<string, number>();
+    for (const id of queued) claimed.set(id, (await stored(id))!.lease_expires_at!.getTime());
     for (const id of queued) {
-      const row = await stored(id);
+      const row = await until(async () => {
+        const now = await stored(id);
+        return now!.lease_expires_at!.getTime() >= claimed.get(id)! + 2 * leaseMs ? now : undefined;
+      });
       expect(row).toMatchObject({ worker_id: 'renew-a', attempt: 1, status: 'working' });
-      expect(row!.lease_expires_at!.getTime()).toBeGreaterThan(Date.now() - 100);
     }
     expect(a.queued).toBe(2);
     for (const id of ids) gate(id).release();

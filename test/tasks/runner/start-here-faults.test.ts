@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../helpers/app.js';
 import { backend, freshDatabaseAndClient, type TestDatabase } from '../../helpers/db.js';
 import { START_HANDLE } from '../../helpers/operations.js';
 import { gqlAt, type ServerProcess, spawnServer } from '../../helpers/process.js';
 import { readWriteToken } from '../../helpers/secret.js';
+import { onTaskChange } from '../../helpers/task-changes.js';
 import { proxyFor, type TcpProxy } from '../../helpers/tcp-proxy.js';
 
 /**
@@ -68,12 +69,14 @@ describe.skipIf(backend === 'pglite')('a start that is its own claim, its answer
     const { input, row } = await startLosingTheAnswer();
 
     // The task runs, on its first counted attempt, long before LEASE_MS.
-    const deadline = Date.now() + 30_000;
-    let now = row;
-    while (now.status !== 'completed' && Date.now() < deadline) {
-      await sleep(50);
-      now = await storedUnder(input.idempotencyKey);
-    }
+    const now = await onTaskChange(
+      direct,
+      async () => {
+        const stored = await storedUnder(input.idempotencyKey);
+        return stored.status === 'completed' ? stored : undefined;
+      },
+      30_000,
+    );
     expect(now).toMatchObject({ status: 'completed', attempt: 1 });
     // The retry the client makes finds it, completed.
     const replay = await graphql(START_HANDLE, { input });
@@ -91,16 +94,14 @@ describe.skipIf(backend === 'pglite')('a start that is its own claim, its answer
  */
 async function startLosingTheAnswer() {
   for (let tries = 0; tries < 10; tries++) {
-    // A pool connection open and idle, for the start to be sent on.
-    while ((await graphql(LIST, {})).errors) await sleep(100);
+    // A pool connection open and idle, for the start to be sent on: the server answers a
+    // read from the database again (the previous try cut its connections).
+    await eventually(async () => ((await graphql(LIST, {})).errors ? undefined : true), 30_000);
     proxy.deafen();
     const input = { kind: 'sleep', input: { ms: 0 }, idempotencyKey: randomUUID() };
     const answer = graphql(START_HANDLE, { input });
-    let row = await storedUnder(input.idempotencyKey);
-    for (const waitUntil = Date.now() + 3_000; !row && Date.now() < waitUntil; ) {
-      await sleep(20);
-      row = await storedUnder(input.idempotencyKey);
-    }
+    // Its insert's notification, heard on the direct connection past the deaf proxy.
+    const row = await onTaskChange(direct, () => storedUnder(input.idempotencyKey), 3_000);
     proxy.reset();
     proxy.restore();
     const heard = await answer;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { TaskEvents } from '../../../src/tasks/events/hub.js';
 import { READY_CHANNEL } from '../../../src/tasks/sql/common.js';
 import { findStoredTask } from '../../../src/tasks/sql/find.js';
@@ -24,6 +24,17 @@ beforeAll(async () => {
   alice = await t.token('alice');
 });
 afterAll(() => t?.stop());
+// A start is its own claim only while the runner knows no task waits for a slot: not before
+// its first claim pass has come back (still out on a loaded machine when the app answers),
+// nor while a pass a previous test caused is out. Its `reserve` says when: asked, and the
+// slot handed back unused (which claims nothing once no task waits).
+beforeEach(() =>
+  eventually(async () => {
+    const probe = t.app.runner!.reserve('racer');
+    probe?.abandoned();
+    return probe ? true : undefined;
+  }),
+);
 
 /** The kinds the workers are told of; `settled()` waits until all news sent so far is heard. */
 async function workersNews() {

@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { StepRow } from '../../../src/db/types.js';
 import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
-import { backend, freshDatabase, type TestDatabase } from '../../helpers/db.js';
+import { backend, freshDatabase, seedDataDir, type TestDatabase } from '../../helpers/db.js';
 
 /**
  * One process stopped in the middle of a pipeline and started again on the same database
@@ -17,6 +17,10 @@ const dir = backend === 'pglite' ? mkdtempSync(join(tmpdir(), 'taskhandle-steps-
 let database: TestDatabase | undefined;
 const apps: TestApp[] = [];
 
+// The first start is on a migrated database too: this is about the second, not initdb.
+beforeAll(async () => {
+  if (dir) await seedDataDir(dir);
+});
 afterAll(async () => {
   for (const app of apps) await app.stop().catch(() => {});
   await database?.drop();
