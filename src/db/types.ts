@@ -78,6 +78,8 @@ export interface TasksTable {
   journaled: Defaulted<boolean>;
   children_count: Defaulted<number>;
   children_waiting: Defaulted<number>;
+  /** Running time this attempt's earlier runs used, for `timeout_ms` (0015). */
+  ran_ms: Defaulted<number>;
 }
 
 export type TaskRow = Selectable<TasksTable>;

@@ -68,6 +68,7 @@ export function snapshotTask(snapshot: Record<string, unknown>): Task {
     parent_id: s.parent_id ?? null,
     journaled: false,
     children_count: 0,
+    ran_ms: 0,
     children_waiting: 0,
   };
   // The poll interval advised at the moment of the change, as a poller would have read it then.

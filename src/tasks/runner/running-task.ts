@@ -78,7 +78,7 @@ export class RunningTask {
     this.row = row;
     this.lease = { workerId, attempt: row.attempt };
     this.leaseUntil = claimedAt + options.leaseMs;
-    this.timeout = new TaskTimeout(row.timeout_ms, () => this.timedOut());
+    this.timeout = new TaskTimeout(row.timeout_ms, row.ran_ms, () => this.timedOut());
     this.input = new InputWait({
       db: options.db,
       log: options.log,
@@ -178,6 +178,7 @@ export class RunningTask {
       children: this.options.children,
       signalUrls: new SignalUrls(db, row.id, lease, this.options.publicUrl()),
       lost: () => this.abort('lease-lost'),
+      ranMs: () => this.timeout.used(),
     });
     const ctx = taskContext(row, {
       db,

@@ -50,6 +50,7 @@ export async function recordOutcomes(
         input_requests = case when ${isComplete} then t.input_requests end,
         hold = case when c.ending = 'fail' or ${isComplete} then t.hold when ${again} then 'time' end,
         run_at = case when ${again} then date_trunc('milliseconds', ${at}) else t.run_at end,
+        ran_ms = case when ${again} then 0 else t.ran_ms end,
         worker_id = null, lease_expires_at = null, version = t.version + 1, last_updated_at = now()
       from unnest(${col((o) => o.id)}::uuid[], ${col((o) => o.lease.workerId)}::text[],
                   ${col((o) => o.lease.attempt)}::int[], ${col((o) => o.ending)}::text[],

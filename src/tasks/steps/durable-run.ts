@@ -33,6 +33,8 @@ export interface DurableRunParts {
   signalUrls: SignalUrls;
   /** The lease turned out lost (a fenced write found it gone): the run must stop. */
   lost(): void;
+  /** The running time this attempt has used, its earlier runs' included (for `ran_ms`). */
+  ranMs(): number;
 }
 
 /**

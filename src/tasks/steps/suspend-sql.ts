@@ -45,14 +45,16 @@ export type SuspendOutcome =
  *
  * Suspended: WORKING, unleased, `attempt` given back (a wake-up is not an attempt), out of the
  * claim's reach until its time (`hold = 'time'`, `run_at` the earliest wake-up) or its signal
- * or children (`hold = 'wait'`); `status_message` says what it waits for.
+ * or children (`hold = 'wait'`); `status_message` says what it waits for; `ran_ms` keeps the
+ * running time used, which the next run's timeout goes on from.
  */
 export async function suspendOrSatisfy(
   db: Executor,
   taskId: string,
   lease: Lease,
   waits: readonly WaitSpec[],
-  message: string,
+  /** `message`: the status message; `ranMs`: the attempt's running time so far. */
+  { message, ranMs }: { message: string; ranMs: number },
 ): Promise<SuspendOutcome> {
   return db.transaction().execute(async (trx) => {
     const held = await sql<{ id: string; expires_at: Date }>`
@@ -100,6 +102,7 @@ export async function suspendOrSatisfy(
           hold = ${wakeAt ? 'time' : 'wait'}, run_at = coalesce(date_trunc('milliseconds', ${wakeAt}::timestamptz), run_at),
           worker_id = null, lease_expires_at = null, attempt = greatest(attempt - 1, 0),
           children_waiting = ${pending}::int, status_message = ${message}, journaled = true,
+          ran_ms = ${Math.round(ranMs)}::int,
           version = version + 1, last_updated_at = now()
         where id = ${taskId}::uuid
         returning *

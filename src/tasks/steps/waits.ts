@@ -25,6 +25,8 @@ export interface WaitParts {
   signalUrls: SignalUrls;
   /** The lease turned out lost: the run must stop. */
   lost(): void;
+  /** The running time this attempt has used, its earlier runs' included. */
+  ranMs(): number;
 }
 
 /** What the waits tell the run, and ask of it. */
@@ -115,7 +117,10 @@ export class Waits {
     try {
       await this.parts.signalUrls.written();
       const specs = waits.map((w) => w.spec);
-      const outcome = await suspendOrSatisfy(db, row.id, lease, specs, waitMessage(specs));
+      const outcome = await suspendOrSatisfy(db, row.id, lease, specs, {
+        message: waitMessage(specs),
+        ranMs: this.parts.ranMs(),
+      });
       if (outcome.lost) {
         this.parts.lost();
         for (const wait of waits) wait.reject(new TaskAbortedError('lease-lost'));

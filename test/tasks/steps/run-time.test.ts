@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineTaskKind } from '../../../src/tasks/kinds.js';
+import type { Task } from '../../../src/tasks/task.js';
+import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
+
+/**
+ * A durable task's running time (DESIGN §16): its run-time limit counts the running time of
+ * all its runs (a wake-up is a new run of the handler), not of each alone, and not its waits;
+ * a retried attempt has the whole limit again.
+ */
+
+const ALICE = { id: 'alice', admin: false };
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Two steps of `stepMs` each with a short sleep between: two runs, 2 × stepMs of running. */
+const twoRuns = (name: string, maxAttempts: number) =>
+  defineTaskKind<Record<string, never>, string>({
+    name,
+    description: 'two steps, a sleep between them',
+    inputSchema: { type: 'object' },
+    timeoutMs: 3_000,
+    retry: { maxAttempts, initialDelayMs: 10, factor: 1, maxDelayMs: 10 },
+    async run(ctx) {
+      await ctx.step('a', () => wait(2_000));
+      await ctx.sleep('nap', 10);
+      await ctx.step('b', () => wait(2_000));
+      return 'done';
+    },
+  });
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({ kinds: [twoRuns('two-runs', 1), twoRuns('two-runs-retried', 2)] });
+});
+afterAll(() => t?.stop());
+
+const final = (id: string) =>
+  eventually(async () => {
+    const task = await t.app.tasks.get(ALICE, id);
+    return task && task.status !== 'working' ? task : undefined;
+  }, 60_000);
+
+const ranMs = async (id: string) =>
+  (
+    await t.app.db.kysely
+      .selectFrom('tasks')
+      .select('ran_ms')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+  ).ran_ms;
+
+describe("a durable task's run-time limit", { timeout: 90_000 }, () => {
+  it('counts the running time of every run: two runs of 2 s each pass a 3 s limit', async () => {
+    const { task } = await t.app.tasks.start(ALICE, { kind: 'two-runs', input: {} });
+    // Suspended on its nap, the first run's time is kept with the task.
+    await eventually(async () => ((await ranMs(task.id)) >= 2_000 ? true : undefined));
+    const done: Task = await final(task.id);
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatchObject({ code: 'TIMEOUT' });
+    const steps = await t.app.tasks.steps(ALICE, task.id);
+    expect(steps?.find((s) => s.name === 'a')).toMatchObject({ state: 'COMPLETED' });
+    expect(steps?.find((s) => s.name === 'b')?.state).not.toBe('COMPLETED');
+  });
+
+  it('gives a retried attempt the whole limit again', async () => {
+    const { task } = await t.app.tasks.start(ALICE, { kind: 'two-runs-retried', input: {} });
+    const done = await final(task.id);
+    // The first attempt timed out in b; the second replays a and the nap, and runs b alone.
+    expect(done).toMatchObject({ status: 'completed', attempt: 2, result: 'done' });
+    expect(done.lastError).toMatchObject({ code: 'TIMEOUT' });
+  });
+});
