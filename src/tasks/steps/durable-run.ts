@@ -14,11 +14,21 @@ import { jsonText } from '../sql/common.js';
 import type { Lease } from '../sql/leases.js';
 import type { TaskFailure, TaskStatus } from '../status.js';
 import { type ChildStarts, childEntry } from './child-starts.js';
-import { commitStep, completeWaits, loadJournal, recordStepFailure } from './journal-sql.js';
+import {
+  commitStep,
+  completeWaits,
+  loadJournal,
+  markStepRunning,
+  recordStepFailure,
+  type StepCommit,
+} from './journal-sql.js';
 import { checkStepName, MAX_STEP_RESULT_BYTES } from './names.js';
 import type { SignalUrls } from './signal-urls.js';
 import type { WaitSpec } from './suspend-sql.js';
 import { type Suspension, Waits } from './waits.js';
+
+/** A step's `fn` running this long shows as `RUNNING`; shorter ones are journalled before anyone could look. */
+const SHOW_RUNNING_AFTER_MS = 250;
 
 /** What a run of a task needs for its steps, waits and children. */
 export interface DurableRunParts {
@@ -130,9 +140,10 @@ export class DurableRun {
     };
     this.busy++;
     this.parts.log.debug({ taskId: row.id, step: name, attempts: step.attempts }, 'step started');
+    const running = setTimeout(() => this.showRunning(step), SHOW_RUNNING_AFTER_MS);
     let text: string | null;
     try {
-      const value = await fn(signal);
+      const value = await fn(signal).finally(() => clearTimeout(running));
       text = jsonText(value ?? null);
       if (text !== null && Buffer.byteLength(text) > MAX_STEP_RESULT_BYTES)
         throw new ServiceError(
@@ -168,6 +179,19 @@ export class DurableRun {
       this.busy--;
       this.waits.queueDecision();
     }
+  }
+
+  /**
+   * Journals a step that is taking a while as `RUNNING`, for the timeline; a run that dies
+   * inside it leaves it so, and the next run counts the attempt.
+   */
+  private showRunning(step: Omit<StepCommit, 'result'>): void {
+    const { db, row, lease, log } = this.parts;
+    const first = !this.journaled;
+    this.journaled = true;
+    markStepRunning(db, row.id, lease, step, first).catch((err: unknown) =>
+      log.warn({ err: coerceError(err), taskId: row.id }, 'could not show a running step'),
+    );
   }
 
   /** `ctx.sleep` and `ctx.sleepUntil`. */

@@ -93,6 +93,32 @@ export async function commitStep(
 }
 
 /**
+ * Shows a step whose `fn` is still running as `RUNNING`, fenced by the lease and committed
+ * without waiting for its flush: it is a view for people, which the step's commit or failure
+ * overwrites, and which a crash may lose. It never overwrites a journalled step, and a step's
+ * commit that got there first stays.
+ */
+export async function markStepRunning(
+  db: Executor,
+  taskId: string,
+  lease: Lease,
+  step: Omit<StepCommit, 'result'>,
+  first: boolean,
+): Promise<void> {
+  await sql`
+    with t as (${heldTask(taskId, lease, first)}),
+    async_commit as (select set_config('synchronous_commit', 'off', true))
+    insert into task_steps (task_id, name, position, state, attempts, started_at)
+    select t.id, ${step.name}, ${step.position}::int, 'RUNNING', ${step.attempts}::int,
+           ${step.startedAt}::timestamptz
+    from t, async_commit
+    on conflict (task_id, name) do update set
+      state = 'RUNNING', attempts = excluded.attempts, started_at = excluded.started_at,
+      ended_at = null, error = null
+    where task_steps.state = 'FAILED'`.execute(db);
+}
+
+/**
  * Records a step whose `fn` threw (its error, its attempts), fenced by the lease; its commit
  * need not be flushed: the attempt's failure that follows is.
  */

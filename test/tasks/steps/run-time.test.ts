@@ -6,7 +6,7 @@ import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
 /**
  * A durable task's running time (DESIGN §16): its run-time limit counts the running time of
  * all its runs (a wake-up is a new run of the handler), not of each alone, and not its waits;
- * a retried attempt has the whole limit again.
+ * a retried attempt has the whole limit again. A step whose `fn` takes a while shows RUNNING.
  */
 
 const ALICE = { id: 'alice', admin: false };
@@ -68,5 +68,20 @@ describe("a durable task's run-time limit", { timeout: 90_000 }, () => {
     // The first attempt timed out in b; the second replays a and the nap, and runs b alone.
     expect(done).toMatchObject({ status: 'completed', attempt: 2, result: 'done' });
     expect(done.lastError).toMatchObject({ code: 'TIMEOUT' });
+  });
+});
+
+describe('a step that takes a while', { timeout: 60_000 }, () => {
+  it('shows RUNNING while its fn runs, then what it ended as', async () => {
+    const { task } = await t.app.tasks.start(ALICE, {
+      kind: 'pipeline',
+      input: { stages: 1, stageMs: 60_000 },
+    });
+    const running = await eventually(async () => {
+      const steps = await t.app.tasks.steps(ALICE, task.id);
+      return steps?.find((s) => s.name === 'stage-1' && s.state === 'RUNNING');
+    });
+    expect(running).toMatchObject({ attempts: 1, endedAt: null, result: null });
+    await t.app.tasks.cancel(ALICE, task.id);
   });
 });
