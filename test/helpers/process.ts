@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { compiledEntry } from './compiled.js';
 import { databaseEnv } from './database-env.js';
@@ -324,9 +324,26 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** True while any process of group `pgid` exists. */
+/**
+ * True while any live process of group `pgid` exists. Zombies do not count: a dead child the
+ * container's first process has not reaped (esbuild's service, which tsx starts, is one when
+ * npm's group is signalled) holds nothing, and reaping it is that process's business.
+ */
 export function groupAlive(pgid: number): boolean {
-  return alive(-pgid);
+  if (!alive(-pgid)) return false;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // After the command name in parentheses: state, ppid, pgrp.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z') return true;
+  }
+  return false;
 }
 
 /** The parent pid of process `pid`, from /proc. */
