@@ -68,10 +68,11 @@ describe.skipIf(backend === 'pglite')('the journal across processes', { timeout:
     const id = await startTask('pipeline', { stages: 6, stageMs: 300 });
     const victim = await eventually(async () => claimant([w1, w2], id, 1));
     const survivor = victim === w1 ? w2 : w1;
-    await eventually(async () => ((await journal(id)).length >= 3 ? true : undefined));
+    const completed = async () => (await journal(id)).filter((s) => s.state === 'COMPLETED');
+    await eventually(async () => ((await completed()).length >= 3 ? true : undefined));
     victim.child.kill('SIGKILL');
     await victim.exited;
-    const before = (await journal(id)).filter((s) => s.state === 'COMPLETED');
+    const before = await completed();
     expect(before.length).toBeGreaterThanOrEqual(3);
 
     const done = await finished(id);
