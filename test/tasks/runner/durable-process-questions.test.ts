@@ -1,9 +1,10 @@
 import { once } from 'node:events';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, SECRET } from '../../helpers/app.js';
+import { eventually } from '../../helpers/app.js';
+import { databaseEnv } from '../../helpers/database-env.js';
 import { backend, freshDatabaseAndClient, type TestDatabase } from '../../helpers/db.js';
-import { gqlAt, type NodeProcess, spawnNode } from '../../helpers/process.js';
+import { gqlAt, type NodeProcess, SERVER_ENV, spawnNode } from '../../helpers/process.js';
 import { readWriteToken } from '../../helpers/secret.js';
 
 /**
@@ -33,11 +34,9 @@ describe.runIf(backend === 'pg')('several questions across processes', { timeout
     const node = spawnNode('test/helpers/questions-server.ts', {
       ...process.env,
       NODE_ENV: 'test',
-      AUTH_JWT_SECRET: SECRET,
-      PORT: '0',
-      HOST: '127.0.0.1',
+      ...SERVER_ENV,
       LOG_LEVEL: 'warn',
-      DATABASE_URL: database.url!,
+      ...databaseEnv(database.url!),
       TASK_LEASE_MS: '1500',
     });
     for (;;) {
