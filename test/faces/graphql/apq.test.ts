@@ -1,6 +1,7 @@
 import { gql } from '@apollo/client/core';
 import type { Plugin } from 'graphql-yoga';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PersistedOperations } from '../../../src/faces/graphql/persisted.js';
 import { apolloClient, sha256 } from '../../helpers/apollo.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 
@@ -263,5 +264,35 @@ describe('GRAPHQL_APQ_CACHE_BYTES=0', () => {
     } finally {
       await off.stop();
     }
+  });
+});
+
+describe('registered documents', () => {
+  it('stay within GRAPHQL_APQ_CACHE_BYTES, the least recently used leaving first', async () => {
+    const operations = new PersistedOperations(
+      { only: false, manifest: undefined, adHocForAdmins: false, apqCacheBytes: 1_048_576 },
+      undefined as never, // consulted only for admins' ad-hoc documents in persisted-only mode
+    );
+    const never = () => false;
+    // 40 distinct documents of ~100 KB: four times the bound.
+    const documents = Array.from(
+      { length: 40 },
+      (_, i) => `{ ${`__typename `.repeat(9_000)}# ${i}\n}`,
+    );
+    for (const query of documents)
+      await operations.resolve({ query, extensions: persisted(query) }, never);
+    const known: number[] = [];
+    for (const [i, query] of documents.entries()) {
+      const found = await operations.resolve({ extensions: persisted(query) }, never).then(
+        (params) => params.query === query,
+        () => false,
+      );
+      if (found) known.push(i);
+    }
+    // About a megabyte's worth, and the newest.
+    expect(known.length).toBeGreaterThanOrEqual(8);
+    expect(known.length).toBeLessThanOrEqual(10);
+    expect(known.at(-1)).toBe(39);
+    expect(known).toEqual(Array.from({ length: known.length }, (_, i) => 40 - known.length + i));
   });
 });
