@@ -27,12 +27,12 @@ import { ConfigError, type PersistedOperationsConfig } from '../../config/config
  * graphql-yoga 5's dependencies).
  */
 
-export type PersistedQueryErrorCode =
+type PersistedQueryErrorCode =
   | 'PERSISTED_QUERY_NOT_FOUND'
   | 'PERSISTED_QUERY_ONLY'
   | 'PERSISTED_QUERY_MISMATCH';
 
-/** A refusal as yoga answers it; `coded` gives the WebSocket the same without its status. */
+/** A refusal as yoga answers it, with its status; the WebSocket sends it without (ws.ts). */
 function refusal(code: PersistedQueryErrorCode | 'BAD_REQUEST', message: string, status: number) {
   return createGraphQLError(message, { extensions: { code, http: { status } } });
 }
