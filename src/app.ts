@@ -19,6 +19,7 @@ import { graphqlRoute } from './faces/graphql/fast-post.js';
 import { createGraphiQLHandler } from './faces/graphql/graphiql.js';
 import { schema } from './faces/graphql/index.js';
 import { useOperationSpans } from './faces/graphql/operation-spans.js';
+import { checkManifest, PersistedOperations } from './faces/graphql/persisted.js';
 import { attachWebSockets } from './faces/graphql/ws.js';
 import { createYogaServer } from './faces/graphql/yoga.js';
 import { createMcpFace } from './faces/mcp/handler.js';
@@ -113,6 +114,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       `names no registered task kind: ${JSON.stringify(defaultSkill)} (registered: ${registered.join(', ')})`,
     );
   }
+  checkManifest(config.persisted.manifest, schema);
 
   let secret = config.auth.jwtSecret;
   let devToken: string | undefined;
@@ -208,6 +210,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     : undefined;
 
   const masking = ErrorMasking.of(config);
+  const persisted = servesApi ? new PersistedOperations(config.persisted, verifier) : undefined;
   const yoga = servesApi
     ? createYogaServer({
         schema,
@@ -219,6 +222,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         masking,
         limits: config.limits,
         observer: metrics,
+        persisted,
         // DESIGN §13: operation spans only while tracing is on (they hook execution only, so
         // the direct POST path stays open either way).
         plugins: [...(tracingOn() ? [useOperationSpans()] : []), ...(options.graphqlPlugins ?? [])],
@@ -256,13 +260,15 @@ export async function createApp(options: AppOptions): Promise<App> {
             ...(config.dashboard ? [createDashboardHandler({ devToken })] : []),
           ]
         : []),
-      ...(yoga ? [graphqlRoute(yoga, servedDirectly(options.graphqlPlugins), masking)] : []),
+      ...(yoga
+        ? [graphqlRoute(yoga, servedDirectly(options.graphqlPlugins), masking, persisted)]
+        : []),
     ],
     onRequest: [(req, res) => metrics.request(req, res), requestLogger(log, verifier)],
     ready: async () => migrated && databaseReady(db, log),
   });
   const ws = yoga
-    ? attachWebSockets(server, yoga, verifier, log, config.limits, masking)
+    ? attachWebSockets(server, yoga, verifier, log, config.limits, masking, persisted)
     : undefined;
   if (ws) metrics.countSockets(() => ws.wss.clients.size);
 

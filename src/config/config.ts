@@ -1,10 +1,12 @@
 import { isIP } from 'node:net';
 import { bool, ConfigError, DAY, type Env, int, str, token, url } from './env.js';
 import { HOSTNAME, type Limits, limits } from './limits.js';
+import { type PersistedOperationsConfig, persistedOperationsConfig } from './persisted.js';
 import { type TracingConfig, tracingConfig } from './tracing.js';
 
 export { ConfigError } from './env.js';
 export { type Limits, LOOPBACK_HOSTS } from './limits.js';
+export type { PersistedOperationsConfig } from './persisted.js';
 export type { TracingConfig } from './tracing.js';
 
 /**
@@ -35,7 +37,13 @@ export interface Config {
   production: boolean;
   /** NODE_ENV=development: GraphQL errors unmasked, with their stacks (never in production). */
   development: boolean;
+  /**
+   * GraphiQL at `/graphql`: `GRAPHIQL`, on outside production; off in persisted-only mode
+   * unless `GRAPHQL_PERSISTED_GRAPHIQL=true`.
+   */
   graphiql: boolean;
+  /** Persisted operations and APQ on `/graphql`. */
+  persisted: PersistedOperationsConfig;
   /** The dashboard at `/`. @default true */
   dashboard: boolean;
   auth: {
@@ -197,6 +205,8 @@ export function loadConfig(env: Env = process.env): Config {
       'needs DATABASE_URL: the embedded database listens in process',
     );
 
+  const persisted = persistedOperationsConfig(env);
+
   const config: Config = {
     port: int(env, 'PORT', 4000, 0, 65_535),
     host,
@@ -207,7 +217,9 @@ export function loadConfig(env: Env = process.env): Config {
     role,
     production,
     development: env.NODE_ENV === 'development',
-    graphiql: bool(env, 'GRAPHIQL') ?? !production,
+    graphiql:
+      (bool(env, 'GRAPHIQL') ?? !production) && (!persisted.only || persisted.adHocForAdmins),
+    persisted,
     dashboard: bool(env, 'DASHBOARD') ?? true,
     auth: {
       jwtSecret,

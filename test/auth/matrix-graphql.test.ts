@@ -3,6 +3,7 @@ import { expect } from 'vitest';
 import type { GraphQLResponse } from '../helpers/app.js';
 import {
   ANSWER,
+  type CheckedOp,
   describeMatrix,
   done,
   expectGraphQLError,
@@ -11,7 +12,6 @@ import {
   expectWaitingUnchanged,
   INPUT,
   idsOf,
-  type Op,
   type Outcome,
   Q,
   refusal,
@@ -78,7 +78,9 @@ async function firstOverSse(token: string | null, id: string): Promise<GraphQLRe
 
 // ---- one check per operation ----
 
-const CHECKS: Partial<Record<Op, (outcome: Outcome, token: string | null) => Promise<void>>> = {
+const CHECKS: Partial<
+  Record<CheckedOp, (outcome: Outcome, token: string | null) => Promise<void>>
+> = {
   async task(outcome, token) {
     for (const fixture of [waiting, done]) {
       if (outcome === 'owner' || outcome === 'admin') {
@@ -95,6 +97,45 @@ const CHECKS: Partial<Record<Op, (outcome: Outcome, token: string | null) => Pro
           refusal(outcome),
         );
       }
+    }
+  },
+
+  // Relay's refetch answers as task(id) does, cell for cell, under the Node interface.
+  async 'node(id)'(outcome, token) {
+    for (const fixture of [waiting, done]) {
+      if (outcome === 'owner' || outcome === 'admin') {
+        const read = await t.gql(Q.node, { id: fixture.id }, token);
+        expect(read.errors).toBeUndefined();
+        expect(read.data.node.__typename).toBe('Task');
+        expectGraphQLView(read.data.node, fixture, outcome);
+      } else if (outcome === 'hidden') {
+        const read = await expectHiddenLikeRandom(fixture.id, (id) => t.gql(Q.node, { id }, token));
+        expect(read).toEqual({ data: { node: null } });
+      } else {
+        expectGraphQLError(
+          await t.gql(Q.node, { id: fixture.id }, token),
+          'node',
+          refusal(outcome),
+        );
+      }
+    }
+  },
+
+  async 'nodes(ids)'(outcome, token) {
+    const ids = [waiting.id, done.id];
+    if (outcome === 'owner' || outcome === 'admin') {
+      const read = await t.gql(Q.nodes, { ids }, token);
+      expect(read.errors).toBeUndefined();
+      expect(read.data.nodes).toHaveLength(2);
+      expectGraphQLView(read.data.nodes[0], waiting, outcome);
+      expectGraphQLView(read.data.nodes[1], done, outcome);
+    } else if (outcome === 'hidden') {
+      const read = await expectHiddenLikeRandom(waiting.id, (id) =>
+        t.gql(Q.nodes, { ids: [id] }, token),
+      );
+      expect(read).toEqual({ data: { nodes: [null] } });
+    } else {
+      expectGraphQLError(await t.gql(Q.nodes, { ids }, token), 'nodes', refusal(outcome));
     }
   },
 

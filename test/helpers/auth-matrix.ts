@@ -51,6 +51,13 @@ export const OPS = [
 ] as const;
 export type Op = (typeof OPS)[number];
 
+/** Operations held to another's column of the matrix: Relay's node and nodes are task(id). */
+export const SAME_AS = { 'node(id)': 'task', 'nodes(ids)': 'task' } as const satisfies Record<
+  string,
+  Op
+>;
+export type CheckedOp = Op | keyof typeof SAME_AS;
+
 export const U: Outcome[] = OPS.map(() => 'U');
 // prettier-ignore
 export const MATRIX: Record<Caller, Outcome[]> = {
@@ -146,6 +153,8 @@ export const VIEW =
   'id kind status statusMessage version input result error { code } inputRequest { key message } owner';
 export const Q = {
   task: `query($id: ID!) { task(id: $id) { ${VIEW} } }`,
+  node: `query($id: ID!) { node(id: $id) { __typename id ... on Task { ${VIEW} } } }`,
+  nodes: `query($ids: [ID!]!) { nodes(ids: $ids) { id ... on Task { ${VIEW} } } }`,
   ownTasks: `{ tasks(first: 100) { edges { node { ${VIEW} } } } }`,
   aliceTasks: `{ tasks(owner: "alice", first: 100) { edges { node { ${VIEW} } } } }`,
   taskKinds: `{ taskKinds { name } }`,
@@ -337,12 +346,15 @@ export const SAYS: Record<Outcome, string> = {
 
 /** This face's cells of the matrix, one `it` per operation, named as they always were. */
 export function describeMatrix(
-  checks: Partial<Record<Op, (outcome: Outcome, token: string | null) => Promise<void>>>,
+  checks: Partial<Record<CheckedOp, (outcome: Outcome, token: string | null) => Promise<void>>>,
 ): void {
+  const column = (op: CheckedOp) =>
+    OPS.indexOf(op in SAME_AS ? SAME_AS[op as keyof typeof SAME_AS] : (op as Op));
   describe.each(Object.keys(MATRIX) as Caller[])('caller: %s', (caller) => {
-    const cells = OPS.map((op, i) => ({ op, outcome: MATRIX[caller][i]! })).filter(
-      (cell) => cell.op in checks,
-    );
+    const ops: CheckedOp[] = [...OPS, ...(Object.keys(SAME_AS) as CheckedOp[])];
+    const cells = ops
+      .map((op) => ({ op, outcome: MATRIX[caller][column(op)]! }))
+      .filter((cell) => cell.op in checks);
     it.each(cells.map((cell) => [`${cell.op} ${SAYS[cell.outcome]}`, cell] as const))(
       '%s',
       async (_name, { op, outcome }) => {

@@ -20,7 +20,7 @@ export const CHROMIUM_ARGS = [
  * `describe` for a suite that needs the browser. Without Chromium it is skipped on a
  * developer's machine, with a line saying why; under CI (`CI` set) it always runs, so a
  * missing browser fails the run instead of passing it silently. `SKIP_BROWSER_SUITES=1`
- * skips it on purpose (CI's runs under further Node versions, .ci/node22.sh).
+ * skips it on purpose (CI's runs under further Node versions, .ci/node.sh).
  */
 export function browserSuite(name: string): {
   suite: ReturnType<typeof describe.skipIf>;

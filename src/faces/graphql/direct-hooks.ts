@@ -11,6 +11,8 @@ import type { Plugin } from 'graphql-yoga';
  * - `off`: the direct path would skip it, so a plugin with it turns the path off for good.
  * A key this table does not know turns the path off too: a hook a new yoga adds is never
  * skipped silently, and test/faces/graphql/direct-hooks.test.ts fails until it is listed.
+ * The table is for an embedder's plugins; of the server's own, the one with a hook marked `off`
+ * here, persisted operations' `onParams`, is run by the direct path itself (persisted.ts).
  */
 export const DIRECT_PATH_HOOKS = {
   onEnveloped: 'runs',

@@ -6,6 +6,7 @@ import { jsonTypeRefusal, parseJson } from '../../http/json-body.js';
 import type { RouteHandler } from '../../http/server.js';
 import type { Context } from './builder.js';
 import type { ErrorMasking } from './errors.js';
+import type { PersistedOperations } from './persisted.js';
 import type { ServerContext } from './yoga.js';
 
 type ResultType = 'application/json' | 'application/graphql-response+json';
@@ -41,7 +42,8 @@ export function resultTypeFor(accept: string | undefined): ResultType | undefine
 const PARAM_KEYS = new Set(['query', 'variables', 'operationName', 'extensions']);
 
 type Params = {
-  query: string;
+  /** Absent when `extensions.persistedQuery` names the document instead. */
+  query?: string;
   variables?: Record<string, unknown> | null;
   operationName?: string | null;
   extensions?: Record<string, unknown> | null;
@@ -54,7 +56,9 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 function plainParams(body: string): Params | undefined {
   const json = parseJson(body);
   const parsed = json.ok ? json.value : undefined;
-  if (!isObject(parsed) || typeof parsed.query !== 'string') return undefined;
+  if (!isObject(parsed)) return undefined;
+  if (typeof parsed.query !== 'string' && !(parsed.query === undefined && parsed.extensions))
+    return undefined;
   for (const key of Object.keys(parsed)) if (!PARAM_KEYS.has(key)) return undefined;
   if (parsed.variables != null && !isObject(parsed.variables)) return undefined;
   if (parsed.operationName != null && typeof parsed.operationName !== 'string') return undefined;
@@ -66,8 +70,8 @@ function plainParams(body: string): Params | undefined {
 function searchParams(url: string | undefined): Params | undefined {
   const search = new URLSearchParams((url ?? '').split('?')[1] ?? '');
   const query = search.get('query');
-  if (!query) return undefined;
-  const params: Params = { query };
+  if (!query && !search.has('extensions')) return undefined;
+  const params: Params = query ? { query } : {};
   for (const key of new Set(search.keys())) {
     if (!PARAM_KEYS.has(key) || search.getAll(key).length > 1) return undefined;
     if (key === 'query') continue;
@@ -96,7 +100,9 @@ function searchParams(url: string | undefined): Params | undefined {
  * an AbortSignal, a Response); bench/RESULTS.md measures both. Whatever is less plain —
  * another method, content type or Accept, a batch, an unknown or repeated parameter, a
  * document that does not parse or validate, a subscription, a mutation over GET — is handed
- * to yoga unchanged, body and all, so HTTP semantics stay yoga's. Every body, on either path,
+ * to yoga unchanged, body and all, so HTTP semantics stay yoga's. A persisted operation
+ * (`extensions.persistedQuery`) is resolved first by the rule yoga's plugin runs
+ * (persisted.ts); what it refuses goes to yoga too, to be answered. Every body, on either path,
  * is read here under the server's limit (`readBody`), and every limit of §12 is an envelop
  * plugin, so the direct path keeps them all.
  */
@@ -106,6 +112,8 @@ export function createGraphQLPostHandler(
   direct: boolean,
   /** The masking yoga was built with: a failure here reads as it would there. */
   masking: ErrorMasking,
+  /** The persisted operations yoga was built with: their `onParams`, run here. */
+  persisted?: PersistedOperations | undefined,
 ) {
   const fallback = async (
     req: IncomingMessage,
@@ -139,16 +147,26 @@ export function createGraphQLPostHandler(
       `http://${req.headers.host ?? 'localhost'}${req.url ?? '/graphql'}`,
       { method: req.method ?? 'POST', headers: headersOf(req) },
     );
-    const enveloped = yoga.getEnveloped({ request, params } as never);
+    let resolved: Params = params;
+    if (persisted) {
+      try {
+        resolved = await persisted.resolveRequest(params, request);
+      } catch {
+        return reject(); // a refusal: yoga answers it, with its status
+      }
+    }
+    const { query } = resolved;
+    if (!query) return reject();
+    const enveloped = yoga.getEnveloped({ request, params: resolved } as never);
     let document: ReturnType<typeof enveloped.parse>;
     try {
-      document = enveloped.parse(params.query);
+      document = enveloped.parse(query);
       if (enveloped.validate(enveloped.schema, document).length > 0) return reject();
     } catch {
       // Refused by the parser or a limit (the refusal is cached): yoga answers it.
       return reject();
     }
-    const operation = getOperationAST(document, params.operationName ?? undefined);
+    const operation = getOperationAST(document, resolved.operationName ?? undefined);
     if (!operation || operation.operation === 'subscription') return reject();
     // Over GET, queries only: yoga answers a mutation 405.
     if (req.method === 'GET' && operation.operation !== 'query') return reject();
@@ -159,8 +177,8 @@ export function createGraphQLPostHandler(
         schema: enveloped.schema,
         document,
         contextValue: await enveloped.contextFactory(),
-        variableValues: params.variables ?? null,
-        operationName: params.operationName ?? null,
+        variableValues: resolved.variables ?? null,
+        operationName: resolved.operationName ?? null,
       })) as ExecutionResult;
     } catch (err) {
       yoga.logger.error(err); // logged with its cause, masked for the client
@@ -227,8 +245,9 @@ export function graphqlRoute(
   yoga: YogaServerInstance<ServerContext, Context>,
   direct: boolean,
   masking: ErrorMasking,
+  persisted?: PersistedOperations | undefined,
 ): RouteHandler {
-  const serve = createGraphQLPostHandler(yoga, direct, masking);
+  const serve = createGraphQLPostHandler(yoga, direct, masking, persisted);
   return async (req, res) => {
     if ((req.url ?? '/').split('?')[0] !== '/graphql') return false;
     await serve(req, res);

@@ -1,7 +1,9 @@
+import { ServiceError } from '../../errors.js';
 import { encodeCursor } from '../../tasks/cursor.js';
 import type { TaskStatus } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
 import { builder, scopeOf } from './builder.js';
+import { NodeRef } from './node.js';
 import {
   actor,
   connectionOf,
@@ -16,6 +18,9 @@ import { managedWork } from './work-input.js';
 
 /** The task's queries, mutations and subscriptions (DESIGN §3); its types are in task.ts. */
 
+/** The most ids one `nodes` takes, as `first` pages at most 100 tasks. */
+const MAX_NODES = 100;
+
 builder.queryFields((t) => ({
   task: t.field({
     type: TaskRef,
@@ -24,6 +29,30 @@ builder.queryFields((t) => ({
     authScopes: scopeOf('task'),
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, context) => context.tasks.get(actor(context), String(id)),
+  }),
+  // Relay's refetch: the task(id) field under the Node interface, with its scope, its audit,
+  // and its null for a task that is not the caller's.
+  node: t.field({
+    type: NodeRef,
+    nullable: true,
+    description: 'The task with this id, as task(id) answers it.',
+    authScopes: scopeOf('task'),
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, context) => context.tasks.get(actor(context), String(id)),
+  }),
+  nodes: t.field({
+    type: [NodeRef],
+    nullable: { list: false, items: true },
+    description: `Each id as node(id) answers it, in order; at most ${MAX_NODES} ids.`,
+    authScopes: scopeOf('task'),
+    args: { ids: t.arg.idList({ required: true }) },
+    resolve: (_root, { ids }, context) => {
+      if (ids.length > MAX_NODES)
+        throw new ServiceError('BAD_USER_INPUT', `nodes takes at most ${MAX_NODES} ids.`);
+      const caller = actor(context);
+      // One promise an id: a malformed one is that item's error, the others still answer.
+      return ids.map((id) => context.tasks.get(caller, String(id)));
+    },
   }),
   tasks: t.field({
     type: TaskConnectionRef,

@@ -5,6 +5,7 @@ import type { InputRequest, TaskFailure } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
 import { builder, type Context } from './builder.js';
+import { NodeRef } from './node.js';
 import { TaskWebhookInput } from './webhook-input.js';
 import { RetryPolicyInput } from './work-input.js';
 
@@ -50,6 +51,7 @@ const TaskInputRequestRef = builder.objectRef<InputRequest>('TaskInputRequest').
 
 export const TaskRef = builder.objectRef<Task>('Task').implement({
   description: 'A handle on work that outlasts a request.',
+  interfaces: [NodeRef],
   fields: (t) => ({
     id: t.exposeID('id', { description: 'The taskId: a random UUID.' }),
     kind: t.exposeString('kind'),

@@ -5,13 +5,14 @@ import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { authenticate } from '../../auth/authenticate.js';
-import type { Principal } from '../../auth/principal.js';
+import { hasScope, type Principal, SCOPES } from '../../auth/principal.js';
 import type { TokenVerifier } from '../../auth/tokens.js';
 import type { Limits } from '../../config/config.js';
 import { Deadlines } from '../../deadlines.js';
 import { coerceError } from '../../errors.js';
 import type { Context } from './builder.js';
 import type { ErrorMasking } from './errors.js';
+import type { PersistedOperations } from './persisted.js';
 import { FrameWriter } from './ws-frames.js';
 import { type Connection, serveGraphqlWs } from './ws-socket.js';
 import type { ServerContext } from './yoga.js';
@@ -26,7 +27,10 @@ type Extra = {
  */
 function operationErrors(err: unknown, faults: Faults): GraphQLError[] {
   if (err instanceof GraphQLError) {
-    if (err.extensions?.code) return [err];
+    // Over HTTP yoga answers `extensions.http` with a status; here it has no meaning.
+    const { http, ...extensions } = err.extensions ?? {};
+    if (extensions.code)
+      return [http === undefined ? err : new GraphQLError(err.message, { extensions })];
     // A syntax error: yoga gives it this code over HTTP.
     return [new GraphQLError(err.message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
   }
@@ -90,6 +94,8 @@ export function attachWebSockets(
   log: Logger,
   limits: Pick<Limits, 'wsMaxPayloadBytes' | 'wsMaxSubscriptionsPerSocket'>,
   masking: ErrorMasking,
+  /** The persisted operations yoga was built with: a hash may stand for the document here too. */
+  persisted?: PersistedOperations | undefined,
 ) {
   const faults: Faults = { log, masking };
   // A larger frame closes the socket with 1009 (Message Too Big), before it is buffered whole.
@@ -129,19 +135,23 @@ export function attachWebSockets(
           ];
         }
         try {
+          // graphql-ws has every payload carry a `query` string: `''` with a hash is hash-only.
+          const params = persisted
+            ? await persisted.resolve(payload, () => hasScope(ctx.extra.principal, SCOPES.admin))
+            : payload;
           const enveloped: Enveloped = yoga.getEnveloped({
             ...ctx,
             wsPrincipal: ctx.extra.principal,
-            params: payload,
+            params,
           } as never);
-          const document = enveloped.parse(payload.query);
+          const document = enveloped.parse(params.query);
           const errors = enveloped.validate(enveloped.schema, document);
           if (errors.length > 0) return errors;
           const args: ExecutionArgs = {
             schema: enveloped.schema,
             document,
-            operationName: payload.operationName ?? null,
-            variableValues: payload.variables ?? null,
+            operationName: params.operationName ?? null,
+            variableValues: params.variables ?? null,
             contextValue: await enveloped.contextFactory(),
             rootValue: {
               execute: enveloped.execute,

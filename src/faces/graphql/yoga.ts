@@ -15,6 +15,7 @@ import { useHotOperationJit } from './jit.js';
 import { boundedParseCaches, type GraphQLLimits, limitPlugins } from './limits.js';
 import { type GraphQLObserver, useOperationMetrics } from './metrics-plugin.js';
 import { useNoSuggestions } from './no-suggestions.js';
+import type { PersistedOperations } from './persisted.js';
 import { useSharedEventResults } from './shared-events.js';
 
 /** What the WebSocket face hands to yoga: the principal it authenticated at connection_init. */
@@ -35,6 +36,8 @@ export interface YogaOptions {
   limits: GraphQLLimits & Pick<Limits, 'httpMaxBodyBytes' | 'corsOrigins'>;
   /** Told of every operation (metrics). */
   observer?: GraphQLObserver | undefined;
+  /** Persisted operations and APQ; without, every request carries its document. */
+  persisted?: PersistedOperations | undefined;
   /** An embedder's yoga or envelop plugins, after ours (see direct-hooks.ts). */
   plugins?: readonly Plugin<any, any, any>[] | undefined;
 }
@@ -49,6 +52,7 @@ export function createYogaServer(options: YogaOptions): YogaServerInstance<Serve
     logging: yogaLogger(options.log),
     plugins: [
       useHttpRules(),
+      ...(options.persisted ? [options.persisted.plugin] : []),
       ...limitPlugins(limits, options.production),
       useCodedErrors(options.production),
       ...(options.production ? [useNoSuggestions()] : []),

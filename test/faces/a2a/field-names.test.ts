@@ -118,6 +118,47 @@ describe('SendMessage', () => {
   });
 });
 
+describe('SendStreamingMessage', () => {
+  it('takes the proto names, and message_id keeps its task across the stream and a retry', async () => {
+    const token = await who();
+    const params = {
+      message: {
+        message_id: `names-stream-${++n}`,
+        role: 'ROLE_USER',
+        parts: [{ data: { ms: 0 }, media_type: 'application/json' }],
+        metadata: { skill: 'sleep' },
+        reference_task_ids: [],
+      },
+      configuration: { accepted_output_modes: ['application/json'], history_length: 0 },
+    };
+    const stream = async () => {
+      const res = await fetch(`${t.url}/a2a`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'a2a-version': '1.0',
+          authorization: `Bearer ${token}`,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: ++n, method: 'SendStreamingMessage', params }),
+      });
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      // The stream ends after the terminal state.
+      return (await res.text())
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => JSON.parse(line.slice(6)).result);
+    };
+    const events = await stream();
+    const { id } = events[0].task;
+    expect(events.at(-1).statusUpdate).toMatchObject({
+      taskId: id,
+      status: { state: 'TASK_STATE_COMPLETED' },
+    });
+    const again = await stream();
+    expect(again[0].task.id).toBe(id);
+  });
+});
+
 describe('ListTasks', () => {
   it('include_artifacts lists the artifacts', async () => {
     const token = await who();
