@@ -14,15 +14,9 @@ import { jsonText } from '../sql/common.js';
 import type { Lease } from '../sql/leases.js';
 import type { TaskFailure, TaskStatus } from '../status.js';
 import { type ChildStarts, childEntry } from './child-starts.js';
-import {
-  commitStep,
-  completeWaits,
-  loadJournal,
-  markStepRunning,
-  recordStepFailure,
-  type StepCommit,
-} from './journal-sql.js';
+import { commitStep, markStepRunning, recordStepFailure, type StepCommit } from './journal-sql.js';
 import { checkStepName, MAX_STEP_RESULT_BYTES } from './names.js';
+import { RunJournal } from './run-journal.js';
 import type { SignalUrls } from './signal-urls.js';
 import type { WaitSpec } from './suspend-sql.js';
 import { type Suspension, Waits } from './waits.js';
@@ -61,41 +55,29 @@ export class DurableRun {
   /** Settles once the task is suspended: the run is over. */
   readonly suspended: Promise<Suspension>;
   private readonly waits: Waits;
-  private steps = new Map<string, StepRow>();
-  private signals = new Map<string, unknown>();
-  private readonly used = new Set<string>();
-  private readonly positions = new Map<string, number>();
-  private nextPosition = 1;
-  private journaled: boolean;
+  private readonly journal: RunJournal;
   /** Step `fn`s and child starts in flight: no suspension while any runs. */
   private busy = 0;
   /** Children started this run (with those of earlier runs: the limit's count). */
   private childCount: number;
 
   constructor(private readonly parts: DurableRunParts) {
-    this.journaled = parts.row.journaled;
+    this.journal = new RunJournal(parts);
     this.childCount = parts.row.children_count;
     this.waits = new Waits(parts, {
       busy: () => this.busy > 0,
       satisfied: (name, value) => {
-        this.complete(name, value);
-        this.signals.delete(name);
+        this.journal.complete(name, value);
+        this.journal.signals.delete(name);
       },
-      journaled: () => {
-        this.journaled = true;
-      },
+      journaled: () => this.journal.written(),
     });
     this.suspended = this.waits.suspended;
   }
 
   /** Reads the journal when the task has one; a task that never journalled costs no read. */
-  async load(): Promise<void> {
-    if (!this.journaled) return;
-    const journal = await loadJournal(this.parts.db, this.parts.row.id);
-    this.steps = journal.steps;
-    this.signals = journal.signals;
-    for (const step of this.steps.values())
-      this.nextPosition = Math.max(this.nextPosition, step.position + 1);
+  load(): Promise<void> {
+    return this.journal.load();
   }
 
   /** The handler is done (returned, threw, or the run was stopped): nothing more is suspended. */
@@ -103,38 +85,17 @@ export class DurableRun {
     this.waits.end();
   }
 
-  /** Claims `name` for this run. @throws STEP_NAME_REUSED the second time */
-  private use(name: string, what: string): string {
-    checkStepName(name, what);
-    if (this.used.has(name))
-      throw Object.assign(
-        new Error(`The step name ${JSON.stringify(name)} was used twice in one run.`),
-        { code: 'STEP_NAME_REUSED' },
-      );
-    this.used.add(name);
-    return name;
-  }
-
-  /** The entry's place in the journal: its own, or the next one, kept for the run. */
-  private position(name: string): number {
-    const known = this.steps.get(name)?.position ?? this.positions.get(name);
-    if (known !== undefined) return known;
-    const position = this.nextPosition++;
-    this.positions.set(name, position);
-    return position;
-  }
-
   /** `ctx.step`. */
   async step<T>(name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    this.use(name, 'step name');
+    this.journal.use(name, 'step name');
     const { db, row, lease, signal } = this.parts;
-    const entry = this.steps.get(name);
+    const entry = this.journal.steps.get(name);
     if (entry?.state === 'COMPLETED') return entry.result as T;
     signal.throwIfAborted();
     await this.parts.signalUrls.written();
     const step = {
       name,
-      position: this.position(name),
+      position: this.journal.position(name),
       attempts: (entry?.attempts ?? 0) + 1,
       startedAt: new Date(),
     };
@@ -153,9 +114,13 @@ export class DurableRun {
     } catch (thrown) {
       this.busy--;
       const error = failureOf(coerceError(thrown));
-      const first = !this.journaled;
-      this.journaled = true;
-      await recordStepFailure(db, row.id, lease, { ...step, error }, first).catch((err: unknown) =>
+      await recordStepFailure(
+        db,
+        row.id,
+        lease,
+        { ...step, error },
+        this.journal.firstWrite(),
+      ).catch((err: unknown) =>
         this.parts.log.warn(
           { err: coerceError(err), taskId: row.id },
           'could not record a step failure',
@@ -165,14 +130,13 @@ export class DurableRun {
       throw thrown;
     }
     try {
-      const first = !this.journaled;
+      const first = this.journal.firstWrite();
       const written = await commitStep(db, row.id, lease, { ...step, result: text }, first);
       if (!written) {
         this.parts.lost();
         throw new TaskAbortedError('lease-lost');
       }
-      this.journaled = true;
-      this.steps.set(name, written);
+      this.journal.steps.set(name, written);
       this.parts.log.debug({ taskId: row.id, step: name }, 'step journalled');
       return written.result as T;
     } finally {
@@ -187,9 +151,7 @@ export class DurableRun {
    */
   private showRunning(step: Omit<StepCommit, 'result'>): void {
     const { db, row, lease, log } = this.parts;
-    const first = !this.journaled;
-    this.journaled = true;
-    markStepRunning(db, row.id, lease, step, first).catch((err: unknown) =>
+    markStepRunning(db, row.id, lease, step, this.journal.firstWrite()).catch((err: unknown) =>
       log.warn({ err: coerceError(err), taskId: row.id }, 'could not show a running step'),
     );
   }
@@ -197,21 +159,21 @@ export class DurableRun {
   /** `ctx.sleep` and `ctx.sleepUntil`. */
   sleepUntil(name: string, at: Date): Promise<void> {
     try {
-      this.use(name, 'sleep name');
+      this.journal.use(name, 'sleep name');
     } catch (err) {
       return Promise.reject(err);
     }
     if (!(at instanceof Date) || Number.isNaN(at.getTime()))
       return Promise.reject(new ServiceError('BAD_USER_INPUT', `sleep ${name}: not a date.`));
-    const entry = this.steps.get(name);
+    const entry = this.journal.steps.get(name);
     if (entry?.state === 'COMPLETED') return Promise.resolve();
     // The first run's instant holds: a later run waits for the same moment.
     const wakeAt = entry?.wake_at ?? at;
-    if (this.due(wakeAt)) {
-      this.complete(name, null);
+    if (this.journal.due(wakeAt)) {
+      this.journal.complete(name, null);
       return Promise.resolve();
     }
-    return this.wait({ kind: 'time', name, position: this.position(name), wakeAt }).then(
+    return this.wait({ kind: 'time', name, position: this.journal.position(name), wakeAt }).then(
       () => undefined,
     );
   }
@@ -227,18 +189,18 @@ export class DurableRun {
   /** `ctx.waitForSignal`. */
   waitForSignal<T>(name: string, options: SignalWaitOptions = {}): Promise<T | null> {
     try {
-      this.use(name, 'signal name');
+      this.journal.use(name, 'signal name');
     } catch (err) {
       return Promise.reject(err);
     }
-    const entry = this.steps.get(name);
+    const entry = this.journal.steps.get(name);
     if (entry?.state === 'COMPLETED') return Promise.resolve(entry.result as T | null);
     const schema = options.schema ?? null;
-    const kept = this.signals.get(name);
+    const kept = this.journal.signals.get(name);
     // A payload kept before this run is checked in the suspension, with the schema (it may
     // not fit, and is then dropped there): only one known to fit returns here.
-    if (this.signals.has(name) && !schema) {
-      this.complete(name, kept);
+    if (this.journal.signals.has(name) && !schema) {
+      this.journal.complete(name, kept);
       return Promise.resolve(kept as T);
     }
     const timeout = options.timeoutMs;
@@ -249,14 +211,14 @@ export class DurableRun {
     // The timeout counts from the first run that reached the wait.
     const wakeAt =
       entry?.wake_at ?? (timeout === undefined ? null : new Date(Date.now() + timeout));
-    if (wakeAt && this.due(wakeAt) && !this.signals.has(name)) {
-      this.complete(name, null);
+    if (wakeAt && this.journal.due(wakeAt) && !this.journal.signals.has(name)) {
+      this.journal.complete(name, null);
       return Promise.resolve(null);
     }
     return this.wait({
       kind: 'signal',
       name,
-      position: this.position(name),
+      position: this.journal.position(name),
       wakeAt,
       schema,
     }) as Promise<T | null>;
@@ -267,8 +229,8 @@ export class DurableRun {
     checkStepName(name, 'signal name');
     return this.parts.signalUrls.url(
       name,
-      this.steps.get(name)?.signal_url ?? null,
-      this.position(name),
+      this.journal.steps.get(name)?.signal_url ?? null,
+      this.journal.position(name),
     );
   }
 
@@ -279,8 +241,8 @@ export class DurableRun {
     input: unknown,
     options: ChildOptions = {},
   ): Promise<ChildTask> {
-    this.use(name, 'child name');
-    const entry = this.steps.get(name);
+    this.journal.use(name, 'child name');
+    const entry = this.journal.steps.get(name);
     if (entry?.child_id) return this.childTask(name, entry.child_id);
     if (entry)
       throw Object.assign(
@@ -293,14 +255,17 @@ export class DurableRun {
       await this.parts.signalUrls.written();
       const row = await this.parts.children.start(this.parts.row, this.parts.lease, {
         name,
-        position: this.position(name),
+        position: this.journal.position(name),
         kind,
         input,
         options,
         count: this.childCount,
       });
-      this.journaled = true;
-      this.steps.set(name, childEntry(this.parts.row.id, name, this.position(name), row));
+      this.journal.written();
+      this.journal.steps.set(
+        name,
+        childEntry(this.parts.row.id, name, this.journal.position(name), row),
+      );
       return this.childTask(name, row.id);
     } catch (err) {
       this.childCount--;
@@ -317,37 +282,10 @@ export class DurableRun {
 
   /** `child.result()`: the journal's record of its end, or a wait for it. */
   private childResult(name: string, childId: string): Promise<unknown> {
-    const entry = this.steps.get(name);
+    const entry = this.journal.steps.get(name);
     if (entry?.child_status === 'completed') return Promise.resolve(entry.result);
     if (entry?.child_status) return Promise.reject(childError(childId, entry));
     return this.wait({ kind: 'child', name, childId });
-  }
-
-  /** Whether `at` has come, by this clock or by the one that woke the task. */
-  private due(at: Date): boolean {
-    return at.getTime() <= Math.max(Date.now(), this.parts.row.run_at.getTime());
-  }
-
-  /** Records a wait found satisfied, without waiting for the write (see `completeWaits`). */
-  private complete(name: string, value: unknown): void {
-    const { db, row, lease, log } = this.parts;
-    let result: string | null;
-    try {
-      result = jsonText(value ?? null);
-    } catch {
-      result = null;
-    }
-    const first = !this.journaled;
-    this.journaled = true;
-    void completeWaits(
-      db,
-      row.id,
-      lease,
-      [{ name, position: this.position(name), result }],
-      first,
-    ).catch((err: unknown) =>
-      log.debug({ err: coerceError(err), taskId: row.id }, 'could not mark a wait done'),
-    );
   }
 
   private wait(spec: WaitSpec): Promise<unknown> {
