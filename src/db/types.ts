@@ -78,6 +78,9 @@ export interface TasksTable {
   journaled: Defaulted<boolean>;
   children_count: Defaulted<number>;
   children_waiting: Defaulted<number>;
+  // DESIGN §17 (migrations/0013_debounce.sql): set while the task's debounce burst is open.
+  debounce_key: Defaulted<string | null>;
+  debounce_max_delay_ms: Defaulted<number | null>;
 }
 
 export type TaskRow = Selectable<TasksTable>;
