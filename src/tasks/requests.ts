@@ -47,7 +47,7 @@ export interface DebounceRequest {
   /** 0..86 400 000: the task runs this long after the burst's latest start... */
   delayMs: number;
   /** ...but at most this long after its first start (delayMs..86 400 000). @default no bound */
-  maxDelayMs?: number | null;
+  maxDelayMs?: number | null | undefined;
 }
 
 export interface ListRequest {

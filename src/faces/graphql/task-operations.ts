@@ -74,6 +74,7 @@ builder.mutationFields((t) => ({
           : null,
         ...managedWork(input),
         labels: input.labels,
+        debounce: input.debounce ?? null,
       });
       return task;
     },
