@@ -236,7 +236,12 @@ export class TaskService {
       actor,
       'startTasks',
       null,
-      () => startBatch(this.db, this.startContext(), actor, requests),
+      async () => {
+        const tasks = await startBatch(this.db, this.startContext(), actor, requests);
+        // An entry that joined a debounce burst changed a task this process may have cached.
+        for (const task of tasks) this.events.committed(task.id, task.version);
+        return tasks;
+      },
       (tasks) => [null, `ok:${tasks.length}`],
     );
   }

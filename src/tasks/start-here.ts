@@ -57,6 +57,9 @@ export class StartsHere {
       throw err;
     }
     this.events.written(writes, [stored.row]);
+    // A debounced start that joined changed another task than the one announced: what this
+    // process cached of it goes now, so a read that follows sees the join (DESIGN §17).
+    if (stored.joined) this.events.committed(stored.row.id, stored.row.version);
     if (reservation) {
       if (stored.created) reservation.inserted(stored.row);
       else reservation.abandoned();

@@ -226,6 +226,28 @@ describe('a burst', () => {
     expect(expired?.input).toEqual({ v: 2 });
   });
 
+  it('is read at its new version right after a start joins it, in the process that joined it', async () => {
+    const first = await debounced('read-own', { v: 0 });
+    for (let v = 1; v <= 20; v++) {
+      const joined = await debounced('read-own', { v });
+      expect(joined.id).toBe(first.id);
+      // A read through the row cache: the joined version, not the one the first start cached.
+      expect(await t.app.tasks.get(alice, first.id)).toMatchObject({
+        version: v + 1,
+        input: { v },
+      });
+    }
+    for (let v = 21; v <= 30; v++) {
+      await t.app.tasks.startMany(alice, [
+        { kind: 'hold', input: { v }, debounce: { key: 'read-own', delayMs: MINUTE } },
+      ]);
+      expect(await t.app.tasks.get(alice, first.id)).toMatchObject({
+        version: v + 1,
+        input: { v },
+      });
+    }
+  });
+
   it('keeps bursts apart by owner and by kind', async () => {
     const mine = await debounced('shared', { v: 1 });
     const theirs = await start(
