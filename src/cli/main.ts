@@ -11,7 +11,7 @@ import {
 import { loadConfig } from '../config/config.js';
 import { CliError, explain } from './errors.js';
 import { describeTask, table } from './format.js';
-import { collectLabel, readStartLines, retryTask, startBatch } from './many.js';
+import { collectLabel, debounceOption, readStartLines, retryTask, startBatch } from './many.js';
 import { scheduleCommand } from './schedules.js';
 import { addSignalCommand, stepTimeline } from './steps.js';
 import { mintConfiguredToken } from './token.js';
@@ -86,6 +86,11 @@ export function program(): Command {
       positiveInt(v, '--max-attempts'),
     )
     .option('--label <key=value>', 'a label (repeatable)', collectLabel)
+    .option(
+      '--debounce <key:ms[:maxMs]>',
+      'join the task of this kind and key not started yet; it runs ms after the last start (at most maxMs after the first)',
+      debounceOption,
+    )
     .option('--follow', 'then follow it to its end, as `watch` does')
     .option('--batch', 'start every StartTaskInput of NDJSON on stdin; one handle a line')
     .action(async (kind: string | undefined, json: string, opts, cmd: Command) => {
@@ -107,6 +112,7 @@ export function program(): Command {
         concurrencyKey: opts.concurrencyKey,
         retry: opts.maxAttempts === undefined ? undefined : { maxAttempts: opts.maxAttempts },
         labels: opts.label,
+        debounce: opts.debounce,
       });
       if (opts.follow) return watch(client, handle.id, g);
       const startTask = handle.task!;

@@ -2,7 +2,7 @@ import { ClientError, type ClientTask, type TaskhandleClient } from '../client/i
 import { TASK_FIELDS } from '../client/task.js';
 import { CliError, explain } from './errors.js';
 
-/** DESIGN §15 from a shell: `start --batch` and `retry`. */
+/** DESIGN §15 from a shell: `start --batch` and `retry`; and §17's `start --debounce`. */
 
 /** Most entries one startTasks call takes; longer input is sent in several calls, in order. */
 const BATCH = 100;
@@ -12,6 +12,33 @@ export function collectLabel(pair: string, labels: Record<string, string> = {}) 
   const eq = pair.indexOf('=');
   if (eq < 1) throw new CliError(`--label ${JSON.stringify(pair)} must be key=value.`);
   return { ...labels, [pair.slice(0, eq)]: pair.slice(eq + 1) };
+}
+
+/**
+ * `--debounce key:ms[:maxMs]` (DESIGN §17). The key may hold colons: the number or two after the
+ * last ones are the delays (a key ending in `:<digits>` therefore needs maxMs). Ranges are the
+ * server's to check.
+ */
+export function debounceOption(text: string): {
+  key: string;
+  delayMs: number;
+  maxDelayMs?: number;
+} {
+  const parts = text.split(':');
+  const whole = (part: string | undefined) => part !== undefined && /^\d+$/.test(part);
+  const last = parts.at(-1);
+  const before = parts.at(-2);
+  if (parts.length >= 3 && whole(last) && whole(before))
+    return {
+      key: parts.slice(0, -2).join(':'),
+      delayMs: Number(before),
+      maxDelayMs: Number(last),
+    };
+  if (parts.length >= 2 && whole(last))
+    return { key: parts.slice(0, -1).join(':'), delayMs: Number(last) };
+  throw new CliError(
+    `--debounce ${JSON.stringify(text)} must be key:ms or key:ms:maxMs (e.g. reindex:5000:60000).`,
+  );
 }
 
 /** Reads NDJSON start inputs (one StartTaskInput object a line; blank lines skipped). */

@@ -32,6 +32,13 @@ export interface StartOptions {
   ttlMs?: number;
   /** Pushes every status change to this URL. */
   webhook?: { url: string; secret?: string; [field: string]: unknown };
+  /**
+   * While a task of yours with this kind and key has not started, this start replaces its input
+   * and labels, moves it to `delayMs` from now (never past its first start + `maxDelayMs`) and
+   * returns its handle: one task per burst, with the last input. Not with `idempotencyKey`,
+   * `runAt` or `delayMs`.
+   */
+  debounce?: { key: string; delayMs: number; maxDelayMs?: number };
   [field: string]: unknown;
 }
 

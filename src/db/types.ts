@@ -80,6 +80,9 @@ export interface TasksTable {
   children_waiting: Defaulted<number>;
   /** Running time this attempt's earlier runs used, for `timeout_ms` (0015). */
   ran_ms: Defaulted<number>;
+  // DESIGN §17 (migrations/0013_debounce.sql): set while the task's debounce burst is open.
+  debounce_key: Defaulted<string | null>;
+  debounce_max_delay_ms: Defaulted<number | null>;
 }
 
 export type TaskRow = Selectable<TasksTable>;

@@ -36,6 +36,18 @@ export interface StartRequest {
   retry?: Partial<Record<keyof RetryPolicy, number | null>> | null;
   /** DESIGN §15: checked by `checkLabels`. */
   labels?: unknown;
+  /** DESIGN §17: joins the key's task that has not started yet (`checkDebounce`). */
+  debounce?: DebounceRequest | null;
+}
+
+/** A start's debounce, as a face hands it over (checked by `checkDebounce`). */
+export interface DebounceRequest {
+  /** 1..128 printable characters; one open burst per owner, kind and key. */
+  key: string;
+  /** 0..86 400 000: the task runs this long after the burst's latest start... */
+  delayMs: number;
+  /** ...but at most this long after its first start (delayMs..86 400 000). @default no bound */
+  maxDelayMs?: number | null | undefined;
 }
 
 export interface ListRequest {

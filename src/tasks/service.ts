@@ -94,7 +94,8 @@ export class TaskService {
 
   /**
    * Validates and stores a task, committed before this returns; the work starts in a worker.
-   * @returns the task and whether this call created it (false: an idempotent replay)
+   * @returns the task and whether this call created it (false: an idempotent replay, or a
+   *   debounced start that joined its key's open burst, DESIGN §17)
    */
   start(actor: Actor, request: StartRequest): Promise<{ task: Task; created: boolean }> {
     return this.gate.around(
@@ -102,7 +103,10 @@ export class TaskService {
       'startTask',
       null,
       () => this.starts.store(prepareStart(this.startContext(), actor, request)),
-      ({ task, created }) => [task.id, created ? 'created' : 'replayed'],
+      ({ task, created, joined }) => [
+        task.id,
+        created ? 'created' : joined ? 'debounced' : 'replayed',
+      ],
     );
   }
 
@@ -232,7 +236,12 @@ export class TaskService {
       actor,
       'startTasks',
       null,
-      () => startBatch(this.db, this.startContext(), actor, requests),
+      async () => {
+        const tasks = await startBatch(this.db, this.startContext(), actor, requests);
+        // An entry that joined a debounce burst changed a task this process may have cached.
+        for (const task of tasks) this.events.committed(task.id, task.version);
+        return tasks;
+      },
       (tasks) => [null, `ok:${tasks.length}`],
     );
   }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Executor, TaskRow } from '../db/types.js';
 import { ServiceError } from '../errors.js';
 import { currentTraceParent } from '../tracing/tracer.js';
+import { checkDebounce } from './debounce.js';
 import { type KindRegistry, validateAgainst } from './kinds.js';
 import { resolveManagedWork } from './managed.js';
 import { type Actor, MAX_BATCH_SIZE, type RetentionPolicy, type StartRequest } from './requests.js';
@@ -54,6 +55,8 @@ export function prepareStart(
   if (request.ttlMs != null && !Number.isFinite(request.ttlMs))
     throw new ServiceError('BAD_USER_INPUT', 'ttlMs must be a number.');
   const ttlMs = clampTtl(retention, request.ttlMs, kind.ttlMs);
+  // Before the §14 fields: its refusal of runAt and delayMs says why they do not combine.
+  const debounce = checkDebounce(request, ttlMs);
   const now = Date.now();
   const managed = resolveManagedWork(request, kind, retention.maxTtlMs, now, now + ttlMs);
   const labels = checkLabels(request.labels);
@@ -70,6 +73,7 @@ export function prepareStart(
       idempotencyKey: key,
       ...managed,
       labels,
+      debounce,
       retryOf: null,
       // Its attempts and deliveries continue the trace of the request starting it (DESIGN §13).
       traceParent: currentTraceParent(),
@@ -82,6 +86,8 @@ export function prepareStart(
 export interface StoredStart {
   task: Task;
   created: boolean;
+  /** DESIGN §17: the start joined its debounce key's open burst; `task` is that burst's. */
+  joined: boolean;
   /** The row as stored (leased, when the insert was the claim). */
   row: TaskRow;
 }
@@ -100,7 +106,7 @@ export function writeStart(
   { task, webhook, lease }: PreparedStart,
 ): Promise<InsertOutcome> {
   // With a webhook, the task, the webhook and its first delivery commit in one statement.
-  return insertTask(db, task, webhook ? attachedAtStart(webhook) : undefined, lease);
+  return insertTask(db, task, webhook ? attachedAtStart(webhook, task.id) : undefined, lease);
 }
 
 /**
@@ -115,13 +121,14 @@ export function answerStart(outcome: InsertOutcome): StoredStart {
     );
   }
   const { row, created } = outcome;
+  const joined = !outcome.created && outcome.joined === true;
   // A task inserted leased is answered as accepted, before its first run (`attempt` 0), as it
   // would be had a claim followed the insert; the claim changes no version either.
   const accepted =
     created && row.worker_id !== null
       ? { ...row, attempt: 0, worker_id: null, lease_expires_at: null }
       : row;
-  return { task: toTask(accepted), created, row };
+  return { task: toTask(accepted), created, joined, row };
 }
 
 /**
@@ -144,10 +151,25 @@ export async function startBatch(
   );
   return db.transaction().execute(async (trx) => {
     const tasks: Task[] = [];
-    for (const [index, entry] of prepared.entries())
-      tasks.push((await atEntry(index, () => storeStart(trx, entry))).task);
+    for (const index of writeOrder(prepared))
+      tasks[index] = (await atEntry(index, () => storeStart(trx, prepared[index]!))).task;
     return tasks;
   });
+}
+
+/**
+ * The order a batch writes its entries in: debounced ones by kind and key (DESIGN §17), so that
+ * two batches joining the same bursts lock their tasks in one order and never wait on each
+ * other in a cycle; the rest, and the starts of one burst (the last input wins), as given.
+ */
+function writeOrder(entries: readonly PreparedStart[]): number[] {
+  const burst = (index: number) => {
+    const { kind, debounce } = entries[index]!.task;
+    return debounce ? `${kind}\u001f${debounce.key}` : '';
+  };
+  return entries
+    .map((_, index) => index)
+    .sort((a, b) => (burst(a) < burst(b) ? -1 : burst(a) > burst(b) ? 1 : 0));
 }
 
 /** Runs one batch entry's step; a refusal names the entry (`extensions.index`, "entry 37"). */

@@ -70,6 +70,9 @@ export function snapshotTask(snapshot: Record<string, unknown>): Task {
     children_count: 0,
     ran_ms: 0,
     children_waiting: 0,
+    // Not part of what a delivery reports (DESIGN §17 debounce is start-time only).
+    debounce_key: null,
+    debounce_max_delay_ms: null,
   };
   // The poll interval advised at the moment of the change, as a poller would have read it then.
   return toTask(row, row.last_updated_at.getTime());

@@ -103,6 +103,7 @@ builder.mutationFields((t) => ({
           : null,
         ...managedWork(input),
         labels: input.labels,
+        debounce: input.debounce ?? null,
       });
       return task;
     },

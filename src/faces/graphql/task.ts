@@ -5,6 +5,7 @@ import type { InputRequest, TaskFailure } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
 import { builder, type Context } from './builder.js';
+import { DebounceInput } from './debounce-input.js';
 import { NodeRef } from './node.js';
 import { TaskWebhookInput } from './webhook-input.js';
 import { RetryPolicyInput } from './work-input.js';
@@ -118,7 +119,8 @@ export const TaskRef = builder.objectRef<Task>('Task').implement({
     // DESIGN §15: whoever may see the task (its owner, an admin) reads its labels.
     labels: t.field({
       type: 'JSON',
-      description: 'Set at start, never changed: an object of string values.',
+      description:
+        'Set at start, never changed (but by a debounced start that joins the task): an object of string values.',
       resolve: (task) => task.labels,
     }),
     retryOf: t.exposeID('retryOf', {
@@ -225,6 +227,11 @@ export const StartTaskInput = builder.inputType('StartTaskInput', {
       type: 'JSON',
       description:
         'At most 16 string values; keys [a-z0-9][a-z0-9._/-]{0,62}, values 1..255 printable characters.',
+    }),
+    debounce: t.field({
+      type: DebounceInput,
+      description:
+        'Joins the task of this kind and key that has not started yet (not with idempotencyKey, runAt or delayMs).',
     }),
   }),
 });

@@ -18,7 +18,7 @@ import { manyRoutes } from './many.js';
 import { pageHeaders } from './paging.js';
 import { scheduleRoutes } from './schedules.js';
 import { stepRoutes, withSteps } from './steps.js';
-import { managedWorkOf } from './work-body.js';
+import { debounceOf, managedWorkOf } from './work-body.js';
 
 /**
  * The plain-HTTP face (DESIGN §6): `202 Accepted` and a status monitor at `/v1/jobs/{id}`,
@@ -81,6 +81,7 @@ function startRequestOf(
     webhook: webhookOf(body.webhook),
     ...managedWorkOf(body),
     labels: body.labels,
+    debounce: debounceOf(body),
   };
 }
 

@@ -1,5 +1,5 @@
 import { ServiceError } from '../../errors.js';
-import type { StartRequest } from '../../tasks/requests.js';
+import type { DebounceRequest, StartRequest } from '../../tasks/requests.js';
 
 function optionalInt(value: unknown, name: string): number | null {
   if (value === undefined || value === null) return null;
@@ -37,4 +37,12 @@ export function managedWorkOf(body: Record<string, unknown>): Partial<StartReque
             maxDelayMs: optionalInt(policy.maxDelayMs, 'retry.maxDelayMs'),
           },
   };
+}
+
+/**
+ * The body's `debounce` (DESIGN §17), as given: the domain checks its shape and ranges, with the
+ * same messages for every face.
+ */
+export function debounceOf(body: Record<string, unknown>): DebounceRequest | null {
+  return (body.debounce ?? null) as DebounceRequest | null;
 }

@@ -51,6 +51,7 @@ function values(taskId: string, w: NewWebhook, afterVersion: number) {
 function attachedWith(
   webhook: NewWebhook,
   afterVersion: RawBuilder<unknown>,
+  onlyTo: RawBuilder<unknown> = sql`true`,
 ): { ctes: RawBuilder<unknown>; column: RawBuilder<unknown> } {
   const w = webhook;
   return {
@@ -60,6 +61,7 @@ function attachedWith(
       select ${w.id}::uuid, t.id, ${w.url}, ${w.secret}, ${w.format}, ${w.token},
              ${w.authScheme}, ${w.authCredentials}, ${w.configId}, ${afterVersion}
       from t
+      where ${onlyTo}
       returning id
     ), d as (
       insert into task_deliveries (id, task_id, webhook_id, version, status, snapshot)
@@ -71,8 +73,13 @@ function attachedWith(
   };
 }
 
-/** A webhook attached at start reports version 1 too (DESIGN §11). */
-export const attachedAtStart = (webhook: NewWebhook) => attachedWith(webhook, sql`0`);
+/**
+ * A webhook attached at start reports version 1 too (DESIGN §11). It goes to the task the
+ * start created, `taskId`, only: a debounced start that joins another task's burst (§17)
+ * attaches nothing, as an idempotent replay attaches nothing.
+ */
+export const attachedAtStart = (webhook: NewWebhook, taskId: string) =>
+  attachedWith(webhook, sql`0`, sql`t.id = ${taskId}::uuid`);
 
 /**
  * A webhook attached with an answer reports the answer's change, delivered here (the task's
