@@ -14,6 +14,11 @@ export interface Debounce {
   delayMs: number;
   /** ...but no later than this long after its first start (null: no bound but delayMs). */
   maxDelayMs: number | null;
+  /**
+   * TASK_MAX_TTL_MS: a burst's task never lives longer than this from its first start, and
+   * runs at the latest `delayMs` before that, however long its starts keep coming.
+   */
+  maxTtlMs: number;
 }
 
 /** The longest `delayMs` and `maxDelayMs`: one day, as §14's backoff cap. */
@@ -41,10 +46,15 @@ function delayIn(value: unknown, field: string, min: number, from = String(min))
  * is the task's identity (not an `idempotencyKey`) and decides when it runs (not `runAt` or
  * `delayMs`).
  * @param ttlMs the retention the task gets: its due time may not fall after its expiry (§14)
+ * @param maxTtlMs the longest retention there is (TASK_MAX_TTL_MS), which no burst outlives
  * @returns null for a start without one
  * @throws ServiceError BAD_USER_INPUT naming the field at fault and its range
  */
-export function checkDebounce(request: StartRequest, ttlMs: number): Debounce | null {
+export function checkDebounce(
+  request: StartRequest,
+  ttlMs: number,
+  maxTtlMs: number,
+): Debounce | null {
   const debounce: unknown = request.debounce;
   if (debounce === undefined || debounce === null) return null;
   if (typeof debounce !== 'object' || Array.isArray(debounce))
@@ -69,5 +79,5 @@ export function checkDebounce(request: StartRequest, ttlMs: number): Debounce | 
     maxDelayMs == null
       ? null
       : delayIn(maxDelayMs, 'debounce.maxDelayMs', delay, `debounce.delayMs (${delay})`);
-  return { key, delayMs: delay, maxDelayMs: max };
+  return { key, delayMs: delay, maxDelayMs: max, maxTtlMs };
 }

@@ -56,7 +56,7 @@ export function prepareStart(
     throw new ServiceError('BAD_USER_INPUT', 'ttlMs must be a number.');
   const ttlMs = clampTtl(retention, request.ttlMs, kind.ttlMs);
   // Before the §14 fields: its refusal of runAt and delayMs says why they do not combine.
-  const debounce = checkDebounce(request, ttlMs);
+  const debounce = checkDebounce(request, ttlMs, retention.maxTtlMs);
   const now = Date.now();
   const managed = resolveManagedWork(request, kind, retention.maxTtlMs, now, now + ttlMs);
   const labels = checkLabels(request.labels);

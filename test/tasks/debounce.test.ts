@@ -272,6 +272,18 @@ describe('a burst', () => {
     expect(second.ttlMs).toBeGreaterThanOrEqual(MINUTE + 50_000);
   });
 
+  it('never keeps it past TASK_MAX_TTL_MS from its first start, and runs it delayMs before', async () => {
+    const maxTtl = t.app.config.tasks.maxTtlMs;
+    const first = await debounced('bounded', { v: 1 }, MINUTE, { ttlMs: maxTtl });
+    await backdate(first.id, maxTtl - 30_000);
+    const second = await debounced('bounded', { v: 2 }, MINUTE, { ttlMs: MINUTE });
+    expect(second.id).toBe(first.id);
+    expect(second.ttlMs).toBe(maxTtl);
+    expect(second.expiresAt.getTime()).toBe(second.createdAt.getTime() + maxTtl);
+    // Due a minute before the bound (already past): its last input runs, not expires.
+    expect(second.runAt!.getTime()).toBe(second.createdAt.getTime() + maxTtl - MINUTE);
+  });
+
   it('attaches the webhook of the start that created the task only', async () => {
     const webhook = { url: 'http://127.0.0.1:9/hook', secret: null };
     const first = await debounced('hooked', { v: 1 }, MINUTE, { webhook });

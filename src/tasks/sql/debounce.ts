@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../../db/types.js';
+import type { Debounce } from '../debounce.js';
 
 /**
  * DESIGN §17 debounce in the store. A burst is open while its task has not started: the unique
@@ -11,17 +12,6 @@ import type { Executor } from '../../db/types.js';
  * with a task whose run misses its input, and no burst ever has two unstarted tasks.
  */
 
-/** When the joined task runs: `delayMs` from now, but never past its first start + the cap. */
-const joinedRunAt = sql`least(excluded.run_at, x.created_at
-  + least(x.debounce_max_delay_ms, excluded.debounce_max_delay_ms) * interval '1 millisecond')`;
-
-/**
- * The joined task's retention: at least the joining start's ttlMs from now (its handle is
- * good for as long as the caller asked), counted from created_at as every retention is.
- */
-const joinedTtl = sql`least(2147483647, greatest(x.ttl_ms,
-  (extract(epoch from excluded.expires_at - x.created_at) * 1000)::bigint))::int`;
-
 /**
  * The `on conflict` of a debounced start, the existing row as `x` and the start's as
  * `excluded`: the open task takes the start's input and labels, is due `delayMs` from now
@@ -29,22 +19,34 @@ const joinedTtl = sql`least(2147483647, greatest(x.ttl_ms,
  * start's ttlMs from now, and counts a version. Everything else (priority, concurrency key and
  * limit, retry, webhooks) stays as the burst's first start set it. A task that expired
  * unstarted is not joined (nothing returned; see {@link releaseExpiredBurst}).
+ *
+ * Retention is counted from created_at, as every retention is, and never past
+ * TASK_MAX_TTL_MS: a burst whose starts keep coming with no maxDelayMs runs at the latest
+ * `delayMs` before that bound, so its last input runs rather than expires.
  */
-export const joinOpenBurst = sql`
+export function joinOpenBurst({ delayMs, maxTtlMs }: Debounce): RawBuilder<unknown> {
+  const ms = sql`interval '1 millisecond'`;
+  const runAt = sql`least(excluded.run_at,
+    x.created_at + least(x.debounce_max_delay_ms, excluded.debounce_max_delay_ms) * ${ms},
+    x.created_at + ${maxTtlMs - delayMs}::int * ${ms})`;
+  const ttl = sql`least(${maxTtlMs}::int, greatest(x.ttl_ms,
+    (extract(epoch from excluded.expires_at - x.created_at) * 1000)::bigint))::int`;
+  return sql`
   on conflict (owner, kind, debounce_key) where debounce_key is not null and status = 'working'
   do update set
     input = excluded.input,
     labels = excluded.labels,
-    run_at = ${joinedRunAt},
+    run_at = ${runAt},
     -- held for its time while that is ahead; a task due already keeps what held it otherwise
-    hold = case when ${joinedRunAt} > excluded.created_at then 'time'
+    hold = case when ${runAt} > excluded.created_at then 'time'
                 when x.hold = 'time' then null else x.hold end,
     debounce_max_delay_ms = least(x.debounce_max_delay_ms, excluded.debounce_max_delay_ms),
-    ttl_ms = ${joinedTtl},
-    expires_at = x.created_at + ${joinedTtl} * interval '1 millisecond',
+    ttl_ms = ${ttl},
+    expires_at = x.created_at + ${ttl} * ${ms},
     version = x.version + 1,
     last_updated_at = excluded.created_at
   where x.expires_at > excluded.created_at`;
+}
 
 /**
  * The label rows (migrations/0005_labels.sql) of the task `t` a debounced start wrote: a new

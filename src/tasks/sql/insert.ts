@@ -162,7 +162,7 @@ async function upsertDebounced(
     const upserted = await sql<TaskRow>`${prepared}
       with t as (
         insert into tasks as x ${COLUMNS} ${startValues(task, undefined)}
-        ${joinOpenBurst}
+        ${joinOpenBurst(task.debounce!)}
         returning *
       ), ${labelsReplaced(task.id)}${extra?.ctes ?? sql``}
       select t.*, ${notifyChanged} as notified, ${notifyReady} as ready${extra?.column ?? sql``}
