@@ -1,6 +1,6 @@
 import { SCOPE_OF, SCOPES } from '../../tasks/scopes.js';
 import { type JsonSchema, ref } from './json-schema.js';
-import { refusalsOf } from './refusals.js';
+import { type RefusalAnswer, refusalsOf } from './refusals.js';
 import type { Answer, AnswerHeader, RestRoute } from './route.js';
 import { COMPONENT_SCHEMAS } from './schemas.js';
 
@@ -57,7 +57,28 @@ function responseOf(answer: Answer, type: string, schema?: JsonSchema): Record<s
   };
 }
 
-function operationOf(route: RestRoute): Record<string, unknown> {
+/**
+ * A refusal as a shared response (`components.responses`), one for each status and set of
+ * codes, so the many operations that share one refer to it.
+ */
+function refusalRef(
+  responses: Record<string, unknown>,
+  status: string,
+  refusal: RefusalAnswer,
+): JsonSchema {
+  const name = `${status}_${refusal.codes.join('_')}`;
+  responses[name] ??= responseOf(
+    { ...refusal, description: `${refusal.codes.join(', ')}: ${refusal.description}` },
+    'application/problem+json',
+    {
+      allOf: [ref('Problem')],
+      properties: { status: { const: Number(status) }, code: { enum: refusal.codes } },
+    },
+  );
+  return { $ref: `#/components/responses/${name}` };
+}
+
+function operationOf(route: RestRoute, shared: Record<string, unknown>): Record<string, unknown> {
   const names = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
   const pathParameters = names.map((name) => {
     const param = route.params?.[name];
@@ -73,17 +94,8 @@ function operationOf(route: RestRoute): Record<string, unknown> {
   const responses: Record<string, unknown> = {};
   for (const [status, answer] of Object.entries(route.answers))
     responses[status] = responseOf(answer, 'application/json', answer.schema);
-  for (const [status, refusal] of Object.entries(refusalsOf(route))) {
-    const problem = {
-      allOf: [ref('Problem')],
-      properties: { status: { const: Number(status) }, code: { enum: refusal.codes } },
-    };
-    responses[status] = responseOf(
-      { ...refusal, description: `${refusal.codes.join(', ')}: ${refusal.description}` },
-      'application/problem+json',
-      problem,
-    );
-  }
+  for (const [status, refusal] of Object.entries(refusalsOf(route)))
+    responses[status] = refusalRef(shared, status, refusal);
   return {
     operationId: route.operationId,
     summary: route.summary,
@@ -109,9 +121,10 @@ function operationOf(route: RestRoute): Record<string, unknown> {
 /** The document for these routes; `version` is the package's. */
 export function openApiDocument(routes: readonly RestRoute[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const responses: Record<string, unknown> = {};
   for (const route of routes) {
     paths[route.path] ??= {};
-    paths[route.path]![route.method.toLowerCase()] = operationOf(route);
+    paths[route.path]![route.method.toLowerCase()] = operationOf(route, responses);
   }
   return {
     openapi: '3.1.0',
@@ -130,6 +143,9 @@ export function openApiDocument(routes: readonly RestRoute[], version: string) {
     paths,
     components: {
       schemas: COMPONENT_SCHEMAS,
+      responses: Object.fromEntries(
+        Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)),
+      ),
       securitySchemes: {
         bearer: {
           type: 'http',
