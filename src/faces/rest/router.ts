@@ -93,9 +93,9 @@ export function createRestHandler(options: RestOptions) {
     // A request target need not be a path ('//', '*', an absolute URL): such is no route of ours.
     const target = req.url?.startsWith('/') ? req.url : '/';
     const url = new URL(`http://localhost${target}`);
-    // Empty segments are no segments: `/v1/jobs/` is `/v1/jobs`.
-    url.pathname = `/${url.pathname.split('/').filter(Boolean).join('/')}`;
     if (url.pathname !== '/v1' && !url.pathname.startsWith('/v1/')) return false;
+    // Past the root, empty segments are no segments: `/v1/jobs/` is `/v1/jobs`.
+    url.pathname = `/${url.pathname.split('/').filter(Boolean).join('/')}`;
     const matches = routes.filter((r) => r.pattern.test(url.pathname));
     const hit = matches.find((r) => r.route.method === req.method);
     try {
