@@ -9,7 +9,7 @@ export interface RefusalAnswer extends Answer {
   codes: string[];
 }
 
-type Shared = Record<number, { codes: string[]; headers?: Answer['headers'] } & Partial<Answer>>;
+type Shared = Record<number, Pick<RefusalAnswer, 'codes' | 'headers' | 'optionalHeaders'>>;
 
 /** Every route: a body over HTTP_MAX_BODY_BYTES, a Host not in ALLOWED_HOSTS, an error masked. */
 const EVERY: Shared = {

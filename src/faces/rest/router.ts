@@ -6,6 +6,7 @@ import { readJson } from '../../http/json-body.js';
 import { answerThrown } from '../../http/last-catch.js';
 import { sendJson, sendProblem } from '../../http/problem.js';
 import { HttpRefusal, requireBearer, sendMethodNotAllowed } from '../../http/refusal.js';
+import type { Operation } from '../../tasks/scopes.js';
 import { checkBody, compileBodies } from './body-check.js';
 import type { RequestBody, RestRoute, RestServices } from './route.js';
 import { REST_ROUTES } from './table.js';
@@ -52,21 +53,20 @@ export function createRestHandler(options: RestOptions) {
   const routes = REST_ROUTES.map(compile);
   compileBodies(REST_ROUTES.flatMap((route) => (route.body ? [route.body] : [])));
 
+  /** The caller, if it may do `operation`; a refusal is audited like any task operation. */
+  async function actorFor(req: IncomingMessage, operation: Operation, taskId: string | null) {
+    const principal = await requireBearer(verifier, req, { audit: tasks.gate, operation, taskId });
+    const actor = toActor(principal);
+    tasks.gate.authorize(actor, operation, taskId);
+    return actor;
+  }
+
   async function serve(req: IncomingMessage, res: ServerResponse, url: URL, hit: Compiled) {
     const { route } = hit;
     const segments = hit.pattern.exec(url.pathname)!.slice(1);
     const raw = Object.fromEntries(hit.names.map((name, i) => [name, segments[i]!]));
-    let actor = null;
-    if (route.operation !== null) {
-      const taskId = raw.taskId ?? null;
-      const principal = await requireBearer(verifier, req, {
-        audit: tasks.gate,
-        operation: route.operation,
-        taskId,
-      });
-      actor = toActor(principal);
-      tasks.gate.authorize(actor, route.operation, taskId);
-    }
+    const actor =
+      route.operation === null ? null : await actorFor(req, route.operation, raw.taskId ?? null);
     const params: Record<string, string> = {};
     for (const name of hit.names) params[name] = route.params![name]!.read(raw[name]!);
     const call = {
