@@ -85,18 +85,24 @@ function describe(given: unknown): string {
     .join(' or ');
 }
 
-/** The error to report: the deepest, and at one depth the last (an `anyOf` after its branches). */
+/**
+ * The error to report: one at the deepest member; there, one of a shape whose type matched
+ * (a missing or unknown member, a value not listed) before a type error or an `anyOf` that
+ * lists every type the member may have.
+ */
 function chosen(errors: ErrorObject[]): ErrorObject | undefined {
-  let best: ErrorObject | undefined;
-  for (const error of errors)
-    if (!best || error.instancePath.length >= best.instancePath.length) best = error;
-  return best;
+  const depth = Math.max(...errors.map((e) => e.instancePath.length));
+  const deepest = errors.filter((e) => e.instancePath.length === depth);
+  return deepest.find((e) => e.keyword !== 'type' && e.keyword !== 'anyOf') ?? deepest.at(-1);
 }
+
+/** A member's name as sent, cut short: a refusal names it without echoing a megabyte back. */
+const shown = (name: string) => (name.length > 80 ? `${name.slice(0, 80)}…` : name);
 
 /** JSON pointer segments as a member's name: `retry.factor`, `status[1]`, after `start`. */
 function nameOf(start: string, segments: readonly string[]): string {
   let name = start;
-  for (const segment of segments)
+  for (const segment of segments.map(shown))
     name = /^\d+$/.test(segment) ? `${name}[${segment}]` : name ? `${name}.${segment}` : segment;
   return name;
 }
@@ -137,7 +143,10 @@ function refusalOf(errors: ErrorObject[], body: RequestBody): ServiceError {
   }
   const subject = nameOf(start, path);
   if (keyword === 'additionalProperties')
-    return refuse(subject, `has no member ${JSON.stringify(params.additionalProperty)}.`);
+    return refuse(
+      subject,
+      `has no member ${JSON.stringify(shown(String(params.additionalProperty)))}.`,
+    );
   const wanted = describe(parentSchema);
   return refuse(subject, wanted ? `must be ${wanted}.` : `${error.message}.`);
 }
