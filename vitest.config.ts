@@ -11,6 +11,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['./test/global-setup.ts'],
+    // Every REST answer a test receives is checked against openapi.json (issue 42).
+    setupFiles: ['./test/openapi-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

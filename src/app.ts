@@ -23,8 +23,7 @@ import { checkManifest, PersistedOperations } from './faces/graphql/persisted.js
 import { attachWebSockets } from './faces/graphql/ws.js';
 import { createYogaServer } from './faces/graphql/yoga.js';
 import { createMcpFace } from './faces/mcp/handler.js';
-import { createRestHandler } from './faces/rest/routes.js';
-import { createSignalUrlHandler } from './faces/rest/signal-urls.js';
+import { createRestHandler } from './faces/rest/router.js';
 import { createDashboardHandler } from './http/dashboard.js';
 import { requestLogger } from './http/request-log.js';
 import { createHttpServer } from './http/server.js';
@@ -248,7 +247,6 @@ export async function createApp(options: AppOptions): Promise<App> {
         ? [
             ...(config.graphiql ? [createGraphiQLHandler({ devToken })] : []),
             createRestHandler({ tasks, schedules, verifier, log }),
-            createSignalUrlHandler({ tasks, log }),
             mcp.handle,
             createA2AHandler({
               tasks,

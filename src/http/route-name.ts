@@ -7,6 +7,7 @@ const FIXED = new Set([
   '/metrics',
   '/v1/jobs',
   '/v1/schedules',
+  '/v1/openapi.json',
   '/mcp',
   '/a2a',
 ]);

@@ -189,6 +189,7 @@ describe('npm pack, installed elsewhere', { timeout: 180_000 }, () => {
         'dist/kinds/primes-worker.js',
         'bin/taskhandle.js',
         'migrations/0001_tasks.sql',
+        'openapi.json',
         'web/index.html',
         'README.md',
         'LICENSE',

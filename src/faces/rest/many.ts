@@ -1,81 +1,97 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ServiceError } from '../../errors.js';
-import { sendJson } from '../../http/problem.js';
 import { handleOf } from '../../tasks/handle.js';
-import type { Operation } from '../../tasks/scopes.js';
-import type { Actor, StartRequest, TaskService } from '../../tasks/service.js';
-import type { Task } from '../../tasks/task.js';
-import { filterOfBody } from './filter.js';
-
-/** What the REST face lends these routes: the same checks and shapes as its own. */
-export interface ManyRouteDeps {
-  tasks: TaskService;
-  actorFor(req: IncomingMessage, operation: Operation, taskId?: string | null): Promise<Actor>;
-  objectBody(req: IncomingMessage): Promise<Record<string, unknown>>;
-  retryAfter(task: Task): Record<string, string>;
-  startRequestOf(body: Record<string, unknown>, idempotencyKey: string | null): StartRequest;
-}
+import { MAX_BATCH_SIZE } from '../../tasks/requests.js';
+import { type FilterBody, filterOfBody } from './filter.js';
+import { ref } from './json-schema.js';
+import { TASK_ID } from './params.js';
+import { accepted } from './replies.js';
+import type { GuardedRoute } from './route.js';
+import { startRequestOf } from './start-body.js';
 
 /**
  * DESIGN §15 on `/v1/jobs`: `POST /v1/jobs/batch`, `POST /v1/jobs/cancel` and
- * `POST /v1/jobs/{id}/retry` (its body, if any, may name `fromStep`, §16). The handler
- * resolves false for a path that is none of these.
+ * `POST /v1/jobs/{taskId}/retry` (its body, if any, may name `fromStep`, §16).
  */
-export function manyRoutes(deps: ManyRouteDeps) {
-  const { tasks, actorFor, objectBody, retryAfter, startRequestOf } = deps;
 
-  return async function routeMany(
-    req: IncomingMessage,
-    res: ServerResponse,
-    name: string,
-    taskId: string | null,
-  ): Promise<boolean> {
-    if (name === 'batch') {
-      const actor = await actorFor(req, 'startTasks');
-      const body = await objectBody(req);
-      if (!Array.isArray(body.jobs))
-        throw new ServiceError('BAD_USER_INPUT', 'jobs must be a list of tasks to start.');
-      const requests = body.jobs.map((entry: unknown, index: number) => {
-        if (entry === null || typeof entry !== 'object' || Array.isArray(entry))
-          throw new ServiceError('BAD_USER_INPUT', `entry ${index}: must be an object.`, { index });
-        const { idempotencyKey, ...rest } = entry as Record<string, unknown>;
-        if (
-          idempotencyKey !== undefined &&
-          idempotencyKey !== null &&
-          typeof idempotencyKey !== 'string'
-        )
-          throw new ServiceError(
-            'BAD_USER_INPUT',
-            `entry ${index}: idempotencyKey must be a string.`,
-            { index },
-          );
-        try {
-          return startRequestOf(rest, (idempotencyKey as string | null | undefined) ?? null);
-        } catch (err) {
-          if (!(err instanceof ServiceError)) throw err;
-          throw new ServiceError(err.code, `entry ${index}: ${err.message}`, { index });
-        }
-      });
-      const started = await tasks.startMany(actor, requests);
-      sendJson(res, 202, { jobs: started.map(handleOf) });
-      return true;
-    }
-    if (name === 'cancel') {
-      const actor = await actorFor(req, 'cancelTasks');
-      const body = await objectBody(req);
-      const result = await tasks.cancelMany(actor, filterOfBody(body));
-      sendJson(res, 200, result);
-      return true;
-    }
-    if (name === 'retry' && taskId) {
-      const actor = await actorFor(req, 'retryTask', taskId);
-      const { fromStep } = await objectBody(req);
-      if (fromStep !== undefined && fromStep !== null && typeof fromStep !== 'string')
-        throw new ServiceError('BAD_USER_INPUT', 'fromStep must be a step name (a string).');
-      const task = await tasks.retry(actor, taskId, { fromStep: fromStep ?? null });
-      sendJson(res, 202, handleOf(task), { location: `/v1/jobs/${task.id}`, ...retryAfter(task) });
-      return true;
-    }
-    return false;
-  };
-}
+const TAGS = ['jobs'];
+
+export const MANY_ROUTES: readonly GuardedRoute[] = [
+  {
+    method: 'POST',
+    path: '/v1/jobs/batch',
+    operationId: 'startTasks',
+    summary: 'Start many tasks at once',
+    description:
+      `At most ${MAX_BATCH_SIZE}, validated first (a bad entry is refused naming its index ` +
+      'in `index`, and nothing is stored), stored in one transaction.',
+    tags: TAGS,
+    operation: 'startTasks',
+    body: {
+      description: 'The tasks to start.',
+      schema: ref('StartBatch'),
+      empty: {},
+      entries: 'jobs',
+    },
+    answers: {
+      202: { description: 'Accepted: their handles, in order.', schema: ref('Batch') },
+    },
+    refusals: { 422: ['BAD_USER_INPUT', 'IDEMPOTENCY_KEY_REUSED'] },
+    async serve({ services, actor, body }) {
+      const { jobs } = body as { jobs: Array<Record<string, unknown>> };
+      const requests = jobs.map(({ idempotencyKey, ...entry }) =>
+        startRequestOf(entry, (idempotencyKey as string | null | undefined) ?? null),
+      );
+      const started = await services.tasks.startMany(actor, requests);
+      return { status: 202, body: { jobs: started.map(handleOf) } };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/jobs/cancel',
+    operationId: 'cancelTasks',
+    summary: 'Cancel every task a filter matches',
+    tags: TAGS,
+    operation: 'cancelTasks',
+    body: {
+      description: 'The filter itself.',
+      schema: ref('TaskFilter'),
+      empty: {},
+      name: 'filter',
+    },
+    answers: {
+      200: {
+        description: 'How many matched, and how many were cancelled.',
+        schema: ref('CancelResult'),
+      },
+    },
+    refusals: { 422: ['BAD_USER_INPUT'] },
+    async serve({ services, actor, body }) {
+      const result = await services.tasks.cancelMany(actor, filterOfBody(body as FilterBody));
+      return { status: 200, body: result };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/jobs/{taskId}/retry',
+    operationId: 'retryTask',
+    summary: 'Run a failed or cancelled task again, as a new task',
+    tags: TAGS,
+    operation: 'retryTask',
+    params: { taskId: TASK_ID },
+    body: { description: 'Optional: where to re-run from.', schema: ref('RetryTask'), empty: {} },
+    answers: {
+      202: {
+        description: 'Accepted: the new task’s handle.',
+        schema: ref('TaskHandle'),
+        headers: ['Location'],
+        optionalHeaders: ['Retry-After'],
+      },
+    },
+    refusals: { 404: ['NOT_FOUND'], 409: ['TASK_NOT_RETRYABLE'], 422: ['BAD_USER_INPUT'] },
+    async serve({ services, actor, params, body }) {
+      const { fromStep } = body as { fromStep?: string | null };
+      return accepted(
+        await services.tasks.retry(actor, params.taskId!, { fromStep: fromStep ?? null }),
+      );
+    },
+  },
+];

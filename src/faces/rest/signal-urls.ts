@@ -1,10 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
-import { readJson } from '../../http/json-body.js';
-import { answerThrown } from '../../http/last-catch.js';
-import { sendJson, sendProblem } from '../../http/problem.js';
-import { HttpRefusal, sendMethodNotAllowed } from '../../http/refusal.js';
-import type { TaskService } from '../../tasks/service.js';
+import { anyJson, ref } from './json-schema.js';
+import { SIGNAL_TOKEN } from './params.js';
+import type { OpenRoute } from './route.js';
 
 /**
  * `POST /v1/signals/{token}` (DESIGN §16): a signal URL minted by `ctx.signalUrl`, for an
@@ -13,31 +9,28 @@ import type { TaskService } from '../../tasks/service.js';
  * used up or whose task ended is the same `404`. The token is a credential: it is never
  * logged.
  */
-export function createSignalUrlHandler(options: { tasks: TaskService; log: Logger }) {
-  const { tasks, log } = options;
-
-  async function serve(req: IncomingMessage, res: ServerResponse, parts: string[]) {
-    if (parts.length !== 3) return sendProblem(res, 404, 'NOT_FOUND', 'No such route.');
-    if (req.method !== 'POST') return sendMethodNotAllowed(res, 'POST', 'Use POST.');
-    const body = await readJson(req, { empty: null });
-    if (!body.ok) throw new HttpRefusal(400, 'BAD_USER_INPUT', 'The body is not valid JSON.');
-    const { first } = await tasks.signalByUrl(parts[2]!, body.value);
-    sendJson(res, 202, { received: true, first });
-  }
-
-  return async function signalUrl(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    const target = req.url?.startsWith('/') ? req.url : '/';
-    const { pathname } = new URL(`http://localhost${target}`);
-    if (!pathname.startsWith('/v1/signals/')) return false;
-    try {
-      await serve(req, res, pathname.split('/').filter(Boolean));
-    } catch (err) {
-      answerThrown(req, res, err, {
-        log,
-        where: 'a signal URL',
-        context: { path: '/v1/signals/…' },
-      });
-    }
-    return true;
-  };
-}
+export const SIGNAL_URL_ROUTE: OpenRoute = {
+  method: 'POST',
+  path: '/v1/signals/{token}',
+  operationId: 'sendSignalByUrl',
+  summary: 'Send the signal a signal URL stands for',
+  description:
+    'A capability URL: it takes no bearer token, and answers nothing of the task. A token ' +
+    'unknown, used up or whose task ended is the same 404.',
+  tags: ['signals'],
+  operation: null,
+  params: { token: SIGNAL_TOKEN },
+  body: { description: 'The payload: any JSON.', schema: anyJson('The payload.'), empty: null },
+  answers: {
+    202: {
+      description: 'Received; `first` is false for a repeat of the payload kept.',
+      schema: ref('SignalReceipt'),
+    },
+  },
+  refusals: { 404: ['NOT_FOUND'], 422: ['BAD_USER_INPUT'] },
+  logAs: { where: 'a signal URL', path: '/v1/signals/…' },
+  async serve({ services, params, body }) {
+    const { first } = await services.tasks.signalByUrl(params.token!, body);
+    return { status: 202, body: { received: true, first } };
+  },
+};

@@ -1,14 +1,12 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ServiceError } from '../../errors.js';
-import { readJson } from '../../http/json-body.js';
-import { sendJson } from '../../http/problem.js';
-import { HttpRefusal, sendMethodNotAllowed } from '../../http/refusal.js';
-import { handleOf, type TaskReport } from '../../tasks/handle.js';
-import type { Operation } from '../../tasks/scopes.js';
+import type { TaskReport } from '../../tasks/handle.js';
 import type { Actor, TaskService } from '../../tasks/service.js';
 import type { TaskStep } from '../../tasks/steps/view.js';
 import type { Task } from '../../tasks/task.js';
 import { mayReadPayloads } from '../../tasks/visibility.js';
+import { anyJson, ref } from './json-schema.js';
+import { SIGNAL_NAME, TASK_ID } from './params.js';
+import { accepted } from './replies.js';
+import type { GuardedRoute } from './route.js';
 
 /**
  * DESIGN §16 on `/v1/jobs`: `POST /v1/jobs/{id}/signals/{name}`, and the journal that
@@ -62,49 +60,37 @@ export async function withSteps(
   return { ...report, steps: (steps ?? []).map((step) => stepReportOf(step, owner)) };
 }
 
-/** What the REST face lends these routes: the same checks as its own. */
-export interface StepRouteDeps {
-  tasks: TaskService;
-  actorFor(req: IncomingMessage, operation: Operation, taskId?: string | null): Promise<Actor>;
-  retryAfter(task: Task): Record<string, string>;
-  /** The path's task id; 404 for a segment that cannot be one. */
-  taskIdOf(id: string): string;
-}
-
-/** The signal name of a path segment, percent-decoded. */
-function nameOf(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new ServiceError('BAD_USER_INPUT', 'The signal name in the path is not valid UTF-8.');
-  }
-}
-
 /**
- * `POST /v1/jobs/{id}/signals/{name}`: the body (any JSON; none reads as null) is the payload.
- * `202` with the handle; `409` SIGNAL_ALREADY_SENT, `422` BAD_USER_INPUT. Resolves false for
- * any other path.
+ * `POST /v1/jobs/{taskId}/signals/{name}`: the body (any JSON; none reads as null) is the
+ * payload. `202` with the handle.
  */
-export function stepRoutes(deps: StepRouteDeps) {
-  const { tasks, actorFor, retryAfter, taskIdOf } = deps;
-
-  return async function routeSteps(
-    req: IncomingMessage,
-    res: ServerResponse,
-    parts: readonly string[],
-  ): Promise<boolean> {
-    const [, , id, sub, name] = parts;
-    if (parts.length !== 5 || sub !== 'signals' || !id || !name) return false;
-    if (req.method !== 'POST') {
-      sendMethodNotAllowed(res, 'POST', 'Use POST.');
-      return true;
-    }
-    const actor = await actorFor(req, 'signalTask', id);
-    const taskId = taskIdOf(id);
-    const body = await readJson(req, { empty: null });
-    if (!body.ok) throw new HttpRefusal(400, 'BAD_USER_INPUT', 'The body is not valid JSON.');
-    const { task } = await tasks.signal(actor, taskId, nameOf(name), body.value);
-    sendJson(res, 202, handleOf(task), { location: `/v1/jobs/${task.id}`, ...retryAfter(task) });
-    return true;
-  };
-}
+export const SIGNAL_ROUTE: GuardedRoute = {
+  method: 'POST',
+  path: '/v1/jobs/{taskId}/signals/{name}',
+  operationId: 'signalTask',
+  summary: 'Send a task a signal',
+  description:
+    'The first payload for a name is kept, also when it arrives before the handler waits for ' +
+    'it; the same payload again answers as the first did; another is SIGNAL_ALREADY_SENT.',
+  tags: ['jobs'],
+  operation: 'signalTask',
+  params: { taskId: TASK_ID, name: SIGNAL_NAME },
+  body: { description: 'The payload: any JSON.', schema: anyJson('The payload.'), empty: null },
+  answers: {
+    202: {
+      description: 'Accepted: the task’s handle.',
+      schema: ref('TaskHandle'),
+      headers: ['Location'],
+      optionalHeaders: ['Retry-After'],
+    },
+  },
+  refusals: {
+    404: ['NOT_FOUND'],
+    409: ['TASK_TERMINAL', 'SIGNAL_ALREADY_SENT'],
+    422: ['BAD_USER_INPUT'],
+  },
+  async serve({ services, actor, params, body }) {
+    const { task } = await services.tasks.signal(actor, params.taskId!, params.name!, body);
+    return accepted(task);
+  },
+};

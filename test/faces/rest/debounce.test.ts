@@ -38,7 +38,12 @@ describe('POST /v1/jobs with debounce', () => {
   });
 
   it.each([
-    ['a debounce that is not an object', { debounce: 'soon' }, {}, /debounce must be an object/],
+    [
+      'a debounce that is not an object',
+      { debounce: 'soon' },
+      {},
+      /^debounce must be a JSON object/,
+    ],
     ['a delay given as text', { debounce: { key: 'k', delayMs: '5' } }, {}, /debounce\.delayMs/],
     ['a key that is not text', { debounce: { key: 5, delayMs: 5 } }, {}, /debounce\.key/],
     [
