@@ -92,6 +92,11 @@ function withoutAuthScopes(s: GraphQLSchema, path: string): GraphQLSchema {
 
 /** Root fields that are no task operation, and what they ask instead. */
 const NOT_OPERATIONS: Record<string, unknown> = { 'Query.taskKinds': { authenticated: true } };
+/** Root fields that are another operation under Relay's name: they read as it does, audited as it. */
+const ALIASES: Record<string, keyof typeof SCOPE_OF> = {
+  'Query.node': 'task',
+  'Query.nodes': 'task',
+};
 
 /**
  * Where a root field's declared scope and the one table (`SCOPE_OF`, which REST, MCP and A2A
@@ -107,7 +112,7 @@ function scopeMismatches(s: GraphQLSchema): string[] {
   };
   for (const { path, field } of rootFields(s)) {
     const declared = authScopesOf(field);
-    const scope = SCOPE_OF[field.name as keyof typeof SCOPE_OF];
+    const scope = SCOPE_OF[ALIASES[path] ?? (field.name as keyof typeof SCOPE_OF)];
     const expected = scope === undefined ? NOT_OPERATIONS[path] : { [nameOf[scope]!]: true };
     if (expected === undefined) problems.push(`${path}: no operation in SCOPE_OF`);
     else if (JSON.stringify(declared) !== JSON.stringify(expected))
@@ -160,6 +165,8 @@ describe('the schema declares authorization', () => {
     );
     expect(declared).toEqual({
       'Query.task': { read: true },
+      'Query.node': { read: true },
+      'Query.nodes': { read: true },
       'Query.tasks': { read: true },
       'Query.taskKinds': { authenticated: true },
       'Mutation.startTask': { write: true },
