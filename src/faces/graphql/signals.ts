@@ -14,6 +14,6 @@ builder.mutationFields((t) => ({
       payload: t.arg({ type: 'JSON' }),
     },
     resolve: async (_root, { id, name, payload }, context) =>
-      (await context.tasks.signal(actor(context), String(id), name, payload ?? null)).task,
+      (await context.tasks.journals.signal(actor(context), String(id), name, payload ?? null)).task,
   }),
 }));

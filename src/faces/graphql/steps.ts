@@ -91,7 +91,7 @@ function loaders(context: Context): Loaders {
   let found = loadersOf.get(context);
   if (!found) {
     found = {
-      steps: new DataLoader((tasks) => context.tasks.stepsOf(actor(context), tasks), {
+      steps: new DataLoader((tasks) => context.tasks.journals.stepsOf(actor(context), tasks), {
         cache: false,
       }),
       children: new Map(),

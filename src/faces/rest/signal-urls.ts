@@ -30,7 +30,7 @@ export const SIGNAL_URL_ROUTE: OpenRoute = {
   refusals: { 404: ['NOT_FOUND'], 422: ['BAD_USER_INPUT'] },
   logAs: { where: 'a signal URL', path: '/v1/signals/…' },
   async serve({ services, params, body }) {
-    const { first } = await services.tasks.signalByUrl(params.token!, body);
+    const { first } = await services.tasks.journals.signalByUrl(params.token!, body);
     return { status: 202, body: { received: true, first } };
   },
 };

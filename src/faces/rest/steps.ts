@@ -55,7 +55,7 @@ export async function withSteps(
   task: Task,
   report: TaskReport,
 ): Promise<TaskReport & { steps: StepReport[] }> {
-  const [steps] = await tasks.stepsOf(actor, [task]);
+  const [steps] = await tasks.journals.stepsOf(actor, [task]);
   const owner = mayReadPayloads(task, actor);
   return { ...report, steps: (steps ?? []).map((step) => stepReportOf(step, owner)) };
 }
@@ -90,7 +90,12 @@ export const SIGNAL_ROUTE: GuardedRoute = {
     422: ['BAD_USER_INPUT'],
   },
   async serve({ services, actor, params, body }) {
-    const { task } = await services.tasks.signal(actor, params.taskId!, params.name!, body);
+    const { task } = await services.tasks.journals.signal(
+      actor,
+      params.taskId!,
+      params.name!,
+      body,
+    );
     return accepted(task);
   },
 };

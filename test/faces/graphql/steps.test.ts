@@ -146,7 +146,7 @@ describe('children and TaskFilter.parentId', () => {
   it('reads the steps and children of a page of tasks in one batch each, not one per task', async () => {
     const ids = await Promise.all([1, 2, 3].map(() => start({ stages: 1, children: 2 })));
     for (const id of ids) await ended(id);
-    const steps = vi.spyOn(t.app.tasks, 'stepsOf');
+    const steps = vi.spyOn(t.app.tasks.journals, 'stepsOf');
     const children = vi.spyOn(t.app.tasks, 'childrenOfMany');
     try {
       const res = await t.gql(

@@ -71,7 +71,7 @@ describe('child tasks', () => {
       expect(child.expiresAt.getTime()).toBeLessThanOrEqual(task.expiresAt.getTime());
     }
     // Fan-in wakes the parent once, not once per child: one suspension on all twenty.
-    const steps = (await t.app.tasks.steps(ALICE, task.id))!;
+    const steps = (await t.app.tasks.journals.steps(ALICE, task.id))!;
     expect(steps.filter((s) => s.childId !== null)).toHaveLength(20);
   });
 

@@ -60,7 +60,7 @@ describe("a durable task's run-time limit", { timeout: 90_000 }, () => {
     expect(await ranMs(task.id)).toBeGreaterThanOrEqual(3_000);
     expect(done.status).toBe('failed');
     expect(done.error).toMatchObject({ code: 'TIMEOUT' });
-    const steps = await t.app.tasks.steps(ALICE, task.id);
+    const steps = await t.app.tasks.journals.steps(ALICE, task.id);
     expect(steps?.find((s) => s.name === 'a')).toMatchObject({ state: 'COMPLETED' });
     expect(steps?.find((s) => s.name === 'b')?.state).not.toBe('COMPLETED');
   });
@@ -81,7 +81,7 @@ describe('a step that takes a while', { timeout: 60_000 }, () => {
       input: { stages: 1, stageMs: 60_000 },
     });
     const running = await eventually(async () => {
-      const steps = await t.app.tasks.steps(ALICE, task.id);
+      const steps = await t.app.tasks.journals.steps(ALICE, task.id);
       return steps?.find((s) => s.name === 'stage-1' && s.state === 'RUNNING');
     });
     expect(running).toMatchObject({ attempts: 1, endedAt: null, result: null });

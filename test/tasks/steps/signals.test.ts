@@ -41,7 +41,7 @@ const finished = (id: string) =>
 /** The signal wait's journal entry once the task is suspended on it (its URL minted first). */
 const suspendedOn = (id: string, name: string) =>
   eventually(async () => {
-    const steps = await t.app.tasks.steps(ALICE, id);
+    const steps = await t.app.tasks.journals.steps(ALICE, id);
     const step = steps?.find((s) => s.name === name);
     const task = await t.app.tasks.get(ALICE, id);
     return step?.state === 'WAITING_SIGNAL' && step.signalUrl && task?.statusMessage

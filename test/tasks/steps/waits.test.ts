@@ -68,7 +68,7 @@ describe('a durable sleep', { timeout: 90_000 }, () => {
       input: { stages: 2, sleepMs: 300 },
     });
     await asleep(task.id);
-    const [before] = (await t.app.tasks.steps(ALICE, task.id))!;
+    const [before] = (await t.app.tasks.journals.steps(ALICE, task.id))!;
     const done = await finished(task.id);
     expect(done).toMatchObject({ status: 'completed', attempt: 1, runAt: null });
     const stages = (done.result as { stages: unknown[] }).stages;
