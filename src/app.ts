@@ -168,6 +168,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         workerId,
         concurrency: config.runnerConcurrency,
         prefetch: config.runnerPrefetch,
+        fairness: config.runnerFairness,
         leaseMs: config.tasks.leaseMs,
         observer: metrics,
         retention: config.tasks,
