@@ -18,6 +18,9 @@ export interface NewTask {
   priority: number;
   concurrencyKey: string | null;
   concurrencyLimit: number | null;
+  /** DESIGN §17: the rate limit key as given, and the limit of first starts (null: none). */
+  rateLimitKey?: string | null;
+  rateLimit?: { limit: number; periodMs: number } | null;
   retry: RetryPolicy;
   /** DESIGN §15: checked labels (`{}` for none) and the task this one runs again. */
   labels?: Record<string, string>;
@@ -65,7 +68,8 @@ export async function insertTask(
                            poll_interval_ms, idempotency_key, max_attempts, timeout_ms, run_at, hold,
                            priority, concurrency_key, concurrency_limit, retry_initial_delay_ms,
                            retry_factor, retry_max_delay_ms, labels, retry_of, trace_parent,
-                           worker_id, attempt, lease_expires_at, schedule_key)
+                           worker_id, attempt, lease_expires_at, schedule_key, rate_limit_key,
+                           rate_limit, rate_period_ms)
         select ${task.id}::uuid, ${task.owner}, ${task.kind}, ${json(task.input)}, ${task.ttlMs}::int,
                 c.at, c.at, c.at + ${task.ttlMs}::int * interval '1 millisecond', ${task.pollIntervalMs}::int,
                 ${task.idempotencyKey}, ${task.retry.maxAttempts}::int, ${task.timeoutMs}::int,
@@ -75,7 +79,8 @@ export async function insertTask(
                 ${json(task.labels ?? {})}, ${task.retryOf ?? null}::uuid, ${task.traceParent ?? null}::text,
                 ${lease?.workerId ?? null}::text, ${lease ? 1 : 0}::int,
                 c.at + ${lease?.leaseMs ?? null}::int * interval '1 millisecond',
-                ${task.scheduleKey ?? null}::text
+                ${task.scheduleKey ?? null}::text, ${task.rateLimitKey ?? null}::text,
+                ${task.rateLimit?.limit ?? null}::int, ${task.rateLimit?.periodMs ?? null}::int
         -- millisecond precision: cursors and expiresAt round-trip through JS Dates exactly
         from (select date_trunc('milliseconds', now()) as at,
                      date_trunc('milliseconds', ${task.runAt}::timestamptz) as run_at) c
