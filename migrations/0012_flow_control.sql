@@ -388,11 +388,10 @@ begin
           v_cursor := v_owners[cardinality(v_owners)];
         end if;
         open v_cur for
-          select t.id, t.kind, t.attempt, coalesce(t.concurrency_key, t.owner) as key,
-                 t.concurrency_limit, coalesce(t.rate_limit_key, t.owner) as rate_key,
-                 t.rate_limit, t.rate_period_ms
+          select p.id, p.kind, p.attempt, p.key, p.concurrency_limit, p.rate_key, p.rate_limit,
+                 p.rate_period_ms
           from (
-            select e.priority, e.n, x.id,
+            select e.priority, e.n, x.*,
                    row_number() over (partition by e.n order by x.run_at, x.id) as rank
             from (
               select u.priority, u.owner, u.n,
@@ -400,7 +399,10 @@ begin
               from unnest(v_priorities, v_owners) with ordinality u(priority, owner, n)
             ) e
             cross join lateral (
-              select id, run_at from tasks
+              select id, run_at, kind, attempt, coalesce(concurrency_key, owner) as key,
+                     concurrency_limit, coalesce(rate_limit_key, owner) as rate_key, rate_limit,
+                     rate_period_ms
+              from tasks
               where status = 'working' and hold is null and priority = e.priority
                 and owner = e.owner and run_at <= now() and expires_at > now()
                 and kind = any(p_kinds) and (lease_expires_at is null or lease_expires_at < now())
@@ -410,7 +412,6 @@ begin
               for update skip locked
             ) x
           ) p
-          join tasks t on t.id = p.id
           order by p.priority desc, p.rank, p.n
           limit v_want;
       else
