@@ -206,6 +206,8 @@ create function taskhandle_next_owner(
   p_priority smallint, p_owner text, p_lap integer, p_cursor text, p_kinds text[]
 ) returns table (priority smallint, owner text, lap integer)
 language sql stable as $$
+  -- Every branch orders as tasks_ready_owner does, run_at last, so that Postgres walks that
+  -- index and no other (an index on owner alone would pass every finished task of an owner).
   select * from (
     -- The next owner of this priority, on this lap.
     (select t.priority, t.owner, p_lap from tasks t
@@ -213,7 +215,7 @@ language sql stable as $$
        and t.owner > p_owner and (p_lap = 0 or t.owner <= p_cursor)
        and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
        and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
-     order by t.priority desc, t.owner
+     order by t.priority desc, t.owner, t.run_at
      limit 1)
     union all
     -- This priority's second lap: its first owner, when that is not after the cursor.
@@ -222,36 +224,36 @@ language sql stable as $$
        and t.owner <= p_cursor
        and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
        and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
-     order by t.priority desc, t.owner
+     order by t.priority desc, t.owner, t.run_at
      limit 1)
     union all
     -- The next priority down: its first owner after the cursor, else its first owner.
-    (select l.priority, coalesce(a.owner, b.owner), case when a.owner is null then 1 else 0 end
-     from (
-       select t.priority from tasks t
-       where t.status = 'working' and t.hold is null and t.priority < p_priority
-         and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
-         and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
-       order by t.priority desc
-       limit 1
+    (select f.* from (
+       select (
+         select t.priority from tasks t
+         where t.status = 'working' and t.hold is null and t.priority < p_priority
+           and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
+           and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
+         order by t.priority desc, t.run_at
+         limit 1) as priority
      ) l
-     left join lateral (
-       select t.owner from tasks t
-       where t.status = 'working' and t.hold is null and t.priority = l.priority
-         and t.owner > p_cursor
-         and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
-         and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
-       order by t.priority desc, t.owner
-       limit 1
-     ) a on true
-     left join lateral (
-       select t.owner from tasks t
-       where a.owner is null and t.status = 'working' and t.hold is null and t.priority = l.priority
-         and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
-         and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
-       order by t.priority desc, t.owner
-       limit 1
-     ) b on true)
+     cross join lateral (
+       (select t.priority, t.owner, 0 from tasks t
+        where t.status = 'working' and t.hold is null and t.priority = l.priority
+          and t.owner > p_cursor
+          and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
+          and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
+        order by t.priority desc, t.owner, t.run_at
+        limit 1)
+       union all
+       (select t.priority, t.owner, 1 from tasks t
+        where t.status = 'working' and t.hold is null and t.priority = l.priority
+          and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
+          and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
+        order by t.priority desc, t.owner, t.run_at
+        limit 1)
+     ) f
+     limit 1)
   ) n
   limit 1
 $$;
