@@ -200,17 +200,18 @@ $$;
 -- priorities from the highest, and within one the owners after `p_cursor` (the last owner the
 -- claimer served) in name order, then, on a second lap (p_lap 1), those up to it: a ring, so
 -- that with more owners than a claim takes, the next claim goes on where this one stopped.
--- Each branch is one probe of tasks_ready_owner; the first that finds a row ends the walk.
+-- Also the due time of the owner's first claimable task, where its pick starts. Each branch is
+-- a probe of tasks_ready_owner, and the first that finds a row ends the walk; every one orders
+-- as that index does (run_at last), so that Postgres reads that index and no other, and each
+-- passes at most one owner's entries that are no longer claimable (finished, not yet vacuumed).
 -- Start it with (101, '', 1): the first owner of the highest priority with claimable work.
 create function taskhandle_next_owner(
   p_priority smallint, p_owner text, p_lap integer, p_cursor text, p_kinds text[]
-) returns table (priority smallint, owner text, lap integer)
+) returns table (priority smallint, owner text, lap integer, run_at timestamptz)
 language sql stable as $$
-  -- Every branch orders as tasks_ready_owner does, run_at last, so that Postgres walks that
-  -- index and no other (an index on owner alone would pass every finished task of an owner).
   select * from (
     -- The next owner of this priority, on this lap.
-    (select t.priority, t.owner, p_lap from tasks t
+    (select t.priority, t.owner, p_lap, t.run_at from tasks t
      where t.status = 'working' and t.hold is null and t.priority = p_priority
        and t.owner > p_owner and (p_lap = 0 or t.owner <= p_cursor)
        and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
@@ -219,7 +220,7 @@ language sql stable as $$
      limit 1)
     union all
     -- This priority's second lap: its first owner, when that is not after the cursor.
-    (select t.priority, t.owner, 1 from tasks t
+    (select t.priority, t.owner, 1, t.run_at from tasks t
      where p_lap = 0 and t.status = 'working' and t.hold is null and t.priority = p_priority
        and t.owner <= p_cursor
        and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
@@ -227,33 +228,27 @@ language sql stable as $$
      order by t.priority desc, t.owner, t.run_at
      limit 1)
     union all
-    -- The next priority down: its first owner after the cursor, else its first owner.
-    (select f.* from (
-       select (
-         select t.priority from tasks t
-         where t.status = 'working' and t.hold is null and t.priority < p_priority
-           and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
-           and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
-         order by t.priority desc, t.run_at
-         limit 1) as priority
+    -- The next priority down: its first owner after the cursor (lap 0), else its first owner.
+    (select l.priority, coalesce(a.owner, l.owner),
+            case when l.owner > p_cursor or a.owner is not null then 0 else 1 end,
+            coalesce(a.run_at, l.run_at)
+     from (
+       select t.priority, t.owner, t.run_at from tasks t
+       where t.status = 'working' and t.hold is null and t.priority < p_priority
+         and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
+         and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
+       order by t.priority desc, t.owner, t.run_at
+       limit 1
      ) l
-     cross join lateral (
-       (select t.priority, t.owner, 0 from tasks t
-        where t.status = 'working' and t.hold is null and t.priority = l.priority
-          and t.owner > p_cursor
-          and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
-          and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
-        order by t.priority desc, t.owner, t.run_at
-        limit 1)
-       union all
-       (select t.priority, t.owner, 1 from tasks t
-        where t.status = 'working' and t.hold is null and t.priority = l.priority
-          and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
-          and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
-        order by t.priority desc, t.owner, t.run_at
-        limit 1)
-     ) f
-     limit 1)
+     left join lateral (
+       select t.owner, t.run_at from tasks t
+       where l.owner <= p_cursor and t.status = 'working' and t.hold is null
+         and t.priority = l.priority and t.owner > p_cursor
+         and t.run_at <= now() and t.expires_at > now() and t.kind = any(p_kinds)
+         and (t.lease_expires_at is null or t.lease_expires_at < now()) and t.attempt < t.max_attempts
+       order by t.priority desc, t.owner, t.run_at
+       limit 1
+     ) a on true)
   ) n
   limit 1
 $$;
@@ -261,12 +256,12 @@ $$;
 -- The worker's claim (DESIGN §4, §14, §17), replacing 0004's: one round trip, one statement
 -- for the caller. What is new:
 --
--- - p_fair: within a priority, owners take turns. Each round walks at most as many owners as
---   it has tasks left to claim (taskhandle_next_owner, starting after p_cursor), picks each
---   owner's oldest due tasks (an even share of the round), and takes them first of every
---   owner, then second of every owner, and so on. Neither the walk nor the picks read more
---   than the claim's size in rows, however many tasks or owners wait. Without p_fair, §14's
---   order: priority, then due time.
+-- - p_fair: within a priority, owners take turns. Each round walks at most 8 owners, and no
+--   more than it has tasks left to claim (taskhandle_next_owner, starting after p_cursor),
+--   picks each owner's oldest due tasks (an even share of the round), and takes them first of
+--   every owner, then second of every owner, and so on. Neither the walk nor the picks read
+--   more than the claim's size in rows, however many tasks or owners wait. Without p_fair,
+--   §14's order: priority, then due time.
 -- - Rate limits: a task's first start is counted against its key's window (see above); a full
 --   key holds it. A first start is claimed only among the first `p_free` tasks of the claim
 --   (those the caller starts at once), so that it starts running when it is counted rather
@@ -304,8 +299,15 @@ declare
   v_waiting boolean := false;
   v_cursor text := coalesce(p_cursor, '');
   v_want integer;
+  -- The most owners one round walks: each is an index probe, and a claim of 32 that walked
+  -- 32 owners would cost Postgres half again what a fifo claim does. Past 8 owners a claim
+  -- serves 8 of them, an even share each, and the next claim the next 8 (the ring's cursor).
+  v_walk constant integer := 8;
   v_priorities smallint[];
   v_owners text[];
+  -- Each walked owner's first claimable due time: its pick starts there, past what the owner
+  -- has finished and not yet vacuumed.
+  v_firsts timestamptz[];
   v_window timestamptz[];
   v_cur refcursor;
 begin
@@ -371,22 +373,24 @@ begin
       v_want := p_limit - v_before;
       if p_fair then
         -- The owners this round serves, in turn (see taskhandle_next_owner).
-        with recursive walk(priority, owner, lap, n) as (
-          select w.priority, w.owner, w.lap, 1
+        with recursive walk(priority, owner, lap, run_at, n) as (
+          select w.priority, w.owner, w.lap, w.run_at, 1
           from taskhandle_next_owner(101::smallint, '', 1, v_cursor, p_kinds) w
           union all
-          select w.priority, w.owner, w.lap, k.n + 1
+          select w.priority, w.owner, w.lap, w.run_at, k.n + 1
           from walk k cross join lateral
             taskhandle_next_owner(k.priority, k.owner, k.lap, v_cursor, p_kinds) w
-          where k.n < v_want
+          where k.n < least(v_want, v_walk)
         )
         select coalesce(array_agg(priority order by n), '{}'),
-               coalesce(array_agg(owner order by n), '{}')
-        into v_priorities, v_owners
+               coalesce(array_agg(owner order by n), '{}'),
+               coalesce(array_agg(run_at order by n), '{}')
+        into v_priorities, v_owners, v_firsts
         from walk;
-        -- More owners of the first priority than this round takes: the next goes on after the
+        -- More owners of the first priority than this round walks: the next goes on after the
         -- last one served.
-        if cardinality(v_owners) >= v_want and v_priorities[cardinality(v_priorities)] = v_priorities[1] then
+        if cardinality(v_owners) >= least(v_want, v_walk)
+          and v_priorities[cardinality(v_priorities)] = v_priorities[1] then
           v_cursor := v_owners[cardinality(v_owners)];
         end if;
         open v_cur for
@@ -396,9 +400,9 @@ begin
             select e.priority, e.n, x.*,
                    row_number() over (partition by e.n order by x.run_at, x.id) as rank
             from (
-              select u.priority, u.owner, u.n,
+              select u.priority, u.owner, u.first, u.n,
                      ceil(v_want::numeric / count(*) over (partition by u.priority))::int as share
-              from unnest(v_priorities, v_owners) with ordinality u(priority, owner, n)
+              from unnest(v_priorities, v_owners, v_firsts) with ordinality u(priority, owner, first, n)
             ) e
             cross join lateral (
               select id, run_at, kind, attempt, coalesce(concurrency_key, owner) as key,
@@ -406,7 +410,7 @@ begin
                      rate_period_ms
               from tasks
               where status = 'working' and hold is null and priority = e.priority
-                and owner = e.owner and run_at <= now() and expires_at > now()
+                and owner = e.owner and run_at >= e.first and run_at <= now() and expires_at > now()
                 and kind = any(p_kinds) and (lease_expires_at is null or lease_expires_at < now())
                 and attempt < max_attempts and id <> all(v_skipped)
               order by run_at

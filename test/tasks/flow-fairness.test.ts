@@ -94,6 +94,16 @@ describe('the claim takes owners in turn', () => {
     expect(taken.slice(20)).toEqual(names.slice(0, 4));
   });
 
+  it('serves at most 8 owners a claim, an even share each, and the next 8 the next claim', async () => {
+    const names = Array.from({ length: 12 }, (_, i) => `w${String(i).padStart(2, '0')}`);
+    for (const name of names) await queue('wide', name, 5);
+    const first = await claim('wide', 32);
+    // Eight owners, four each, in turn: the first of each, then the second of each, …
+    expect(owners(first.rows)).toEqual([1, 2, 3, 4].flatMap(() => names.slice(0, 8)));
+    const second = await claim('wide', 32, true, first.cursor);
+    expect(owners(second.rows).slice(0, 4)).toEqual(names.slice(8, 12));
+  });
+
   // PGlite has one connection: a claim waits for the other's transaction there, so only
   // Postgres shows two claims at once.
   it.runIf(backend === 'pg')(
