@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTaskKind } from '../../src/tasks/kinds.js';
+import { claimWork } from '../../src/tasks/sql/leases.js';
 import type { Task } from '../../src/tasks/task.js';
 import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
 import { FIRST_CLAIMS_DDL, mostInAnyWindow } from '../helpers/first-claims.js';
@@ -145,6 +146,25 @@ describe('rate limit per key', () => {
     });
     expect(await completed(task.id)).toMatchObject({ attempt: 2 });
     expect(await startsOf(t, 'api-retry')).toHaveLength(1);
+  });
+
+  it('claims a first start only into a free slot, and says when it left one', async () => {
+    // A kind no runner here runs: the claims are this test's.
+    const db = t.app.db.kysely;
+    await sql`
+      insert into tasks (id, owner, kind, ttl_ms, expires_at, poll_interval_ms, max_attempts,
+                         timeout_ms, created_at, run_at, rate_limit, rate_period_ms)
+      select gen_random_uuid(), 'alice', 'unrun', 3600000, now() + interval '1 hour', 1000, 3,
+             60000, now() - i * interval '1 second', now() - i * interval '1 second',
+             case when i = 1 then 5 end, case when i = 1 then 3600000 end
+      from generate_series(1, 2) i`.execute(db);
+    // The older, plain task takes the one slot; the rate-limited one would wait in a queue.
+    const first = await claimWork(db, 'w', ['unrun'], 4, 60_000, { free: 1 });
+    expect(first.rows.map((r) => r.rate_limit)).toEqual([null]);
+    expect(first.waiting).toBe(true);
+    const second = await claimWork(db, 'w', ['unrun'], 4, 60_000, { free: 1 });
+    expect(second.rows.map((r) => r.rate_limit)).toEqual([5]);
+    expect(second.waiting).toBe(false);
   });
 
   it('takes rateLimitKey and rateLimit on GraphQL and says heldBecause', async () => {
