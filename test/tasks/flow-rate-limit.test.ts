@@ -188,6 +188,13 @@ describe('rate limit per key', () => {
     });
     expect(task.statusMessage).toMatch(/^Rate limited: next start at /);
     for (const res of [a, b]) await t.app.tasks.cancel(alice, res.data.startTask.id);
+    // Run again, a task keeps its key and limit.
+    const again = await t.app.tasks.retry(alice, b.data.startTask.id);
+    expect(again).toMatchObject({
+      rateLimitKey: 'gql-key',
+      rateLimit: { limit: 1, periodMs: 3_600_000 },
+    });
+    await t.app.tasks.cancel(alice, again.id);
   });
 
   it('takes the same fields in a REST body and a batch, and says heldBecause in the handle', async () => {
