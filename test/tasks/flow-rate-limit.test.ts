@@ -25,6 +25,18 @@ const hourly = defineTaskKind({
   rateLimit: { limit: 1, periodMs: 3_600_000 },
 });
 
+/** Starts two `hourly` children and returns. */
+const fan = defineTaskKind({
+  name: 'fan',
+  description: 'starts two rate-limited children',
+  inputSchema: { type: 'object' },
+  async run({ startChild }) {
+    await startChild('a', 'hourly', {});
+    await startChild('b', 'hourly', {});
+    return null;
+  },
+});
+
 const GQL_START = `mutation($input: StartTaskInput!) { startTask(input: $input) {
   id status rateLimitKey rateLimit { limit periodMs } heldBecause statusMessage } }`;
 const GQL_TASK = `query($id: ID!) { task(id: $id) {
@@ -52,7 +64,7 @@ describe('rate limit per key', () => {
   let token: string;
 
   beforeAll(async () => {
-    t = await startTestApp({ kinds: [hold, hourly], env: { RUNNER_CONCURRENCY: '8' } });
+    t = await startTestApp({ kinds: [hold, hourly, fan], env: { RUNNER_CONCURRENCY: '8' } });
     token = await t.token('alice');
     for (const ddl of FIRST_CLAIMS_DDL) await sql.raw(ddl).execute(t.app.db.kysely);
   });
@@ -134,6 +146,24 @@ describe('rate limit per key', () => {
     });
     await t.app.tasks.cancel(alice, first.task.id);
     await t.app.tasks.cancel(bob, other.task.id);
+  });
+
+  it("holds a task's children to their kind's rate limit", async () => {
+    const carol = { id: 'carol', admin: false };
+    const { task } = await t.app.tasks.start(carol, { kind: 'fan', input: {} });
+    const children = await eventually(async () => {
+      const page = await t.app.tasks.children(carol, task.id);
+      return page.tasks.length === 2 ? page.tasks : undefined;
+    });
+    expect(children.map((c) => c.rateLimit)).toEqual([
+      { limit: 1, periodMs: 3_600_000 },
+      { limit: 1, periodMs: 3_600_000 },
+    ]);
+    await eventually(async () => {
+      const held = await Promise.all(children.map((c) => t.app.tasks.get(carol, c.id)));
+      return held.filter((c) => c?.heldBecause === 'rate_limit').length === 1 ? true : undefined;
+    });
+    for (const child of children) await t.app.tasks.cancel(carol, child.id);
   });
 
   it('counts first starts only: a retry of a rate-limited task is not held', async () => {
