@@ -80,9 +80,9 @@ export class QueuedTask implements HeldTask {
 
 /**
  * The tasks this process claimed ahead of its free slots, first claimed first (in the claim's
- * order), handed to handlers as slots free. graphile-worker's
- * local queue is the model: a worker that claims a batch at a time keeps its slots busy
- * while the next claim is in flight, instead of leaving them idle for a round trip per cycle.
+ * order), handed to handlers as slots free. graphile-worker's local queue is the model: a
+ * worker that claims a batch at a time keeps its slots busy while the next claim is in
+ * flight, instead of leaving them idle for a round trip per cycle.
  */
 export class LocalQueue {
   private tasks: QueuedTask[] = [];
