@@ -84,8 +84,8 @@ describe('the claim takes owners in turn', () => {
     for (const name of names) await queue('ring', name, 3);
     let cursor = '';
     const taken: string[] = [];
-    for (let pass = 0; pass < 3; pass++) {
-      const result = await claim('ring', 8, true, cursor);
+    for (let pass = 0; pass < 6; pass++) {
+      const result = await claim('ring', 4, true, cursor);
       cursor = result.cursor;
       taken.push(...owners(result.rows));
     }
@@ -94,12 +94,16 @@ describe('the claim takes owners in turn', () => {
     expect(taken.slice(20)).toEqual(names.slice(0, 4));
   });
 
-  it('serves at most 8 owners a claim, an even share each, and the next 8 the next claim', async () => {
+  it('serves at most 4 owners a round, an even share each, and the next 4 the next round', async () => {
     const names = Array.from({ length: 12 }, (_, i) => `w${String(i).padStart(2, '0')}`);
     for (const name of names) await queue('wide', name, 5);
     const first = await claim('wide', 32);
-    // Eight owners, four each, in turn: the first of each, then the second of each, …
-    expect(owners(first.rows)).toEqual([1, 2, 3, 4].flatMap(() => names.slice(0, 8)));
+    // Four owners, all five of each in turn (a share of eight is more than they have), then
+    // the next four, three each: the first of each, then the second of each, …
+    expect(owners(first.rows)).toEqual([
+      ...[1, 2, 3, 4, 5].flatMap(() => names.slice(0, 4)),
+      ...[1, 2, 3].flatMap(() => names.slice(4, 8)),
+    ]);
     const second = await claim('wide', 32, true, first.cursor);
     expect(owners(second.rows).slice(0, 4)).toEqual(names.slice(8, 12));
   });
