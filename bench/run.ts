@@ -4,7 +4,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres); works in a database of its own,
  * `taskhandle_bench`, dropped and made anew. All load goes to 127.0.0.1, bounded in time.
  * BENCH_PROFILE=1 writes `--cpu-prof` profiles of the servers to bench/profiles/.
- * BENCH_ONLY=accept,poll,event,drain,fanout,mcp,webhooks,deliveries,scaling,notify,pooler,tracing,steps,sleepers,children,schedules runs a subset (RESULTS.md is written only for a full run).
+ * BENCH_ONLY=accept,poll,event,drain,fairness,fanout,mcp,webhooks,deliveries,scaling,notify,pooler,tracing,steps,sleepers,children,schedules runs a subset (RESULTS.md is written only for a full run).
  * BENCH_WEBHOOK_PAIRS=n and BENCH_WEBHOOK_WARMUP=n set the webhooks row's sets of rounds (3) and the
  * tasks each round runs before it measures (1 000).
  * BENCH_SUBSCRIBERS=n changes the fan-out's size; BENCH_HEAP=/some/file writes heap snapshots of
@@ -31,6 +31,7 @@ import {
 import { deliveries } from './deliveries.js';
 import { drain } from './drain.js';
 import { event } from './event.js';
+import { fairness } from './fairness.js';
 import { fanout } from './fanout.js';
 import { mcp } from './mcp.js';
 import { notify } from './notify.js';
@@ -82,6 +83,8 @@ async function main(): Promise<void> {
   if (runs('poll')) await poll(token);
   if (runs('event')) await event(token);
   if (runs('drain')) await drain();
+  // DESIGN §17: another owner's first task behind one owner's backlog; drain, fair vs fifo.
+  if (runs('fairness')) await fairness();
   if (runs('fanout')) await fanout(token);
   if (runs('mcp')) await mcp(token);
   if (runs('webhooks')) await webhooks(token);

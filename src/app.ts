@@ -169,6 +169,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         workerId,
         concurrency: config.runnerConcurrency,
         prefetch: config.runnerPrefetch,
+        fairness: config.runnerFairness,
         leaseMs: config.tasks.leaseMs,
         observer: metrics,
         retention: config.tasks,

@@ -3,7 +3,7 @@ import { createClient } from '/dashboard/vendor/graphql-ws/client.js';
 
 export const TASK = `id kind status statusMessage progress createdAt lastUpdatedAt expiresAt
   version input result owner error { code message } inputRequest { key message schema }
-  attempt maxAttempts runAt lastError { code message } labels retryOf scheduleKey parentId`;
+  attempt maxAttempts runAt heldBecause lastError { code message } labels retryOf scheduleKey parentId`;
 
 /** A GraphQL error the page can show; `code` is its extensions.code. */
 export class ApiError extends Error {

@@ -6,7 +6,16 @@ import { cancel, upsert } from './list.js';
 import { $, flash, state } from './page.js';
 import { schemaForm } from './schema-form.js';
 import { childList, forgetForms, STEPS, taskLink, timeline } from './steps.js';
-import { h, isFinal, jsonBlock, labelChips, progressBar, statusPill, workNote } from './view.js';
+import {
+  h,
+  heldNote,
+  isFinal,
+  jsonBlock,
+  labelChips,
+  progressBar,
+  statusPill,
+  workNote,
+} from './view.js';
 
 let stopDetail = () => {};
 let answerForm = null; // { key, element, form } kept across updates while the same question is open
@@ -133,6 +142,7 @@ export function renderDetail(task) {
     ['Version', String(task.version)],
   ];
   if (workNote(task)) facts.push(['Attempts', workNote(task)]);
+  if (heldNote(task)) facts.push(['Why it waits', heldNote(task)]);
   if (task.owner) facts.push(['Owner', task.owner]);
   if (Object.keys(task.labels ?? {}).length) facts.push(['Labels', labelChips(task.labels)]);
   if (task.scheduleKey) facts.push(['Schedule', task.scheduleKey]);

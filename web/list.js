@@ -7,6 +7,7 @@ import { $, flash, state } from './page.js';
 import { scheduleTaskSeen } from './schedules.js';
 import {
   h,
+  heldNote,
   isFinal,
   labelChips,
   percent,
@@ -158,7 +159,7 @@ function updateRow(row, task, before) {
   } else c.progress.replaceChildren(progressBar(task));
   c.message.textContent = task.error
     ? `${task.error.code}: ${task.error.message}`
-    : workNote(task) || (task.statusMessage ?? task.inputRequest?.message ?? '');
+    : workNote(task) || heldNote(task) || (task.statusMessage ?? task.inputRequest?.message ?? '');
   tick(row, task);
 }
 

@@ -49,6 +49,19 @@ export function workNote(task, now = Date.now()) {
   return parts.join(', ');
 }
 
+/** Why a task waits to be claimed (DESIGN §14, §17), as "held because …" says it. */
+const HELD_BECAUSE = {
+  CONCURRENCY: 'its concurrency key is at its limit',
+  RATE_LIMIT: 'its rate limit key is at its limit',
+  TIME: 'its time has not come',
+};
+
+/** "held because …" while a task waits to be claimed, else "". */
+export function heldNote(task) {
+  const reason = !isFinal(task.status) && HELD_BECAUSE[task.heldBecause];
+  return reason ? `held because ${reason}` : '';
+}
+
 export const percent = (task) =>
   task.status === 'COMPLETED' ? 100 : Math.round((task.progress ?? 0) * 100);
 

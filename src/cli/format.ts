@@ -22,6 +22,13 @@ export function questions(task: ClientTask): ClientInputRequest[] {
 }
 
 /** One task as a few readable lines. */
+/** What holds a task back, as `held: by its …` says it. */
+const HELD_BY = {
+  CONCURRENCY: 'concurrency key (at its limit)',
+  RATE_LIMIT: 'rate limit key (its limit started in the period)',
+  TIME: 'time (runAt)',
+} as const;
+
 export function describeTask(task: ClientTask): string {
   const lines = [
     `${task.id}  ${task.kind}  ${task.status} ${percent(task)}`.trimEnd(),
@@ -37,6 +44,7 @@ export function describeTask(task: ClientTask): string {
         ? `  next:     attempt ${task.attempt + 1} in ${span(task.runAt)}`
         : `  waiting:  until ${task.runAt} (in ${span(task.runAt)})`,
     );
+  if (task.heldBecause) lines.push(`  held:     by its ${HELD_BY[task.heldBecause]}`);
   if (task.lastError && task.status !== 'FAILED')
     lines.push(`  last error: ${task.lastError.code} ${task.lastError.message}`);
   for (const request of questions(task)) {

@@ -82,6 +82,8 @@ export function program(): Command {
     .option('--delay <ms>', 'not before now + ms', (v) => integer(v, '--delay'))
     .option('--priority <n>', '-100..100; higher is claimed first', (v) => integer(v, '--priority'))
     .option('--concurrency-key <key>', 'the key its kind limits running tasks by')
+    .option('--rate-limit-key <key>', 'the key its rate limit counts starts by (default: you)')
+    .option('--rate-limit <n/ms>', 'at most n starts of the kind and key in any ms', rateLimitArg)
     .option('--max-attempts <n>', 'attempts before it fails', (v) =>
       positiveInt(v, '--max-attempts'),
     )
@@ -110,6 +112,8 @@ export function program(): Command {
         delayMs: opts.delay,
         priority: opts.priority,
         concurrencyKey: opts.concurrencyKey,
+        rateLimitKey: opts.rateLimitKey,
+        rateLimit: opts.rateLimit,
         retry: opts.maxAttempts === undefined ? undefined : { maxAttempts: opts.maxAttempts },
         labels: opts.label,
         debounce: opts.debounce,
@@ -264,6 +268,13 @@ function integer(value: string, what: string): number {
   const n = Number(value);
   if (!Number.isInteger(n)) throw new CliError(`${what} must be an integer`);
   return n;
+}
+
+/** `--rate-limit 5/60000`: at most 5 starts in any 60 000 ms (the server checks the ranges). */
+function rateLimitArg(value: string): { limit: number; periodMs: number } {
+  const match = /^(\d+)\/(\d+)$/.exec(value.trim());
+  if (!match) throw new CliError('--rate-limit must be LIMIT/PERIOD_MS, e.g. 5/60000');
+  return { limit: Number(match[1]), periodMs: Number(match[2]) };
 }
 
 function statuses(list: string): TaskStatus[] {

@@ -41,6 +41,11 @@ export interface ClientTask<Result = unknown> {
   runAt: string | null;
   /** The error of the last failed attempt, kept while retrying. */
   lastError: { code: string; message: string } | null;
+  /** Why it waits to be claimed, while it does; `statusMessage` says more. */
+  heldBecause: 'CONCURRENCY' | 'RATE_LIMIT' | 'TIME' | null;
+  /** The key its rate limit counts by, as given (null: the owner), and that limit, if any. */
+  rateLimitKey: string | null;
+  rateLimit: { limit: number; periodMs: number } | null;
   /** What the owner said the task is for, set at start. */
   labels: Record<string, string>;
   /** The task whose handler started this one (`ctx.startChild`), if any. */
@@ -81,7 +86,7 @@ export interface ClientStep {
 export const TASK_FIELDS = `id kind status statusMessage progress createdAt lastUpdatedAt ttlMs
   expiresAt pollIntervalMs version input result error { code message }
   inputRequest { key message schema } inputRequests { key message schema } attempt maxAttempts runAt lastError { code message }
-  labels parentId`;
+  heldBecause rateLimitKey rateLimit { limit periodMs } labels parentId`;
 
 /** A task's journal, as `get(id, { steps: true })` selects it. */
 export const STEP_FIELDS =

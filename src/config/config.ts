@@ -64,6 +64,8 @@ export interface Config {
   runnerConcurrency: number;
   /** Tasks a worker claims ahead of its free slots (its local queue). */
   runnerPrefetch: number;
+  /** DESIGN §17: `owner` takes owners in turn within a priority; `fifo` the earliest due first. */
+  runnerFairness: 'owner' | 'fifo';
   a2a: {
     /**
      * The kind a message naming no skill starts (DESIGN §10), with `{ text, data, messageId }`
@@ -149,6 +151,12 @@ const MAX_INT = 2_147_483_647;
 
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
+  const fairness = str(env, 'RUNNER_FAIRNESS') ?? 'owner';
+  if (fairness !== 'owner' && fairness !== 'fifo')
+    throw new ConfigError(
+      'RUNNER_FAIRNESS',
+      `expected owner or fifo, got ${JSON.stringify(fairness)}`,
+    );
   const role = str(env, 'ROLE') ?? 'all';
   if (role !== 'api' && role !== 'worker' && role !== 'all') {
     throw new ConfigError('ROLE', `expected api, worker or all, got ${JSON.stringify(role)}`);
@@ -244,6 +252,7 @@ export function loadConfig(env: Env = process.env): Config {
       0,
       100_000,
     ),
+    runnerFairness: fairness,
     a2a: { defaultSkill: str(env, 'A2A_DEFAULT_SKILL') },
     mcp: {
       sessionIdleMs: int(env, 'MCP_SESSION_IDLE_MS', 1_800_000, 100, DAY),

@@ -63,9 +63,15 @@ export interface TasksTable {
   last_error: TaskFailure | null;
   /**
    * Why an unleased WORKING task is not claimable now: its time (a delay, a backoff, a timed
-   * wait), its key's limit, or a wait with no wake-up instant (DESIGN §16, migration 0008).
+   * wait), its concurrency key's limit, a wait with no wake-up instant (DESIGN §16, migration
+   * 0008), or its rate limit key's window (DESIGN §17, migration 0012).
    */
-  hold: 'time' | 'key' | 'wait' | null;
+  hold: 'time' | 'key' | 'wait' | 'rate' | null;
+  // DESIGN §17 (migrations/0012_flow_control.sql): as given (null: the owner is the key), and
+  // the limit of first starts in a sliding period this task is held to, if any.
+  rate_limit_key: Defaulted<string | null>;
+  rate_limit: Defaulted<number | null>;
+  rate_period_ms: Defaulted<number | null>;
   // DESIGN §15 (migrations/0005_labels.sql).
   labels: Defaulted<Record<string, string>>;
   retry_of: string | null;

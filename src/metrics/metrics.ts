@@ -11,7 +11,7 @@ import { sendMethodNotAllowed } from '../http/refusal.js';
 import { routeOf } from '../http/route-name.js';
 import type { RouteHandler } from '../http/server.js';
 import type { RunOutcome, TaskObserver, WebhookOutcome } from '../tasks/observer.js';
-import { queueNow, tasksByKindAndStatus } from '../tasks/sql/stats.js';
+import { heldNow, queueNow, tasksByKindAndStatus } from '../tasks/sql/stats.js';
 
 /** Tasks by kind and status, and the queue, are read from the database at most this often. */
 const DB_REFRESH_MS = 5_000;
@@ -47,7 +47,12 @@ export class Metrics implements TaskObserver, GraphQLObserver {
   private readonly purgeBatches: Counter;
   private readonly purgedRows: Counter;
   private readonly webhookDeliveries: Counter<'outcome'>;
-  private readonly database: { byStatus: Gauge<'kind' | 'status'>; depth: Gauge; oldest: Gauge };
+  private readonly database: {
+    byStatus: Gauge<'kind' | 'status'>;
+    depth: Gauge;
+    oldest: Gauge;
+    held: Gauge<'reason'>;
+  };
   private sockets: () => number = () => 0;
   private snapshot: Promise<void> | undefined;
   private snapshotAt = 0;
@@ -154,7 +159,16 @@ export class Metrics implements TaskObserver, GraphQLObserver {
         await refresh();
       },
     });
-    this.database = { byStatus, depth, oldest };
+    const held = new Gauge({
+      name: 'taskhandle_tasks_held',
+      help: 'Tasks that wait to be claimed, by reason: concurrency (its key at its limit), rate_limit (its key started its limit in the period), time (its runAt not come)',
+      labelNames: ['reason'],
+      registers,
+      async collect() {
+        await refresh();
+      },
+    });
+    this.database = { byStatus, depth, oldest, held };
     nodeRegistry ??= (() => {
       const registry = new Registry();
       collectDefaultMetrics({ register: registry });
@@ -208,7 +222,7 @@ export class Metrics implements TaskObserver, GraphQLObserver {
     return sent.length === expected.length && timingSafeEqual(sent, expected);
   }
 
-  /** Reads tasks by kind and status, and the queue, unless a read is under 5 s old. */
+  /** Reads tasks by kind and status, the queue and the held, unless a read is under 5 s old. */
   private refresh(): Promise<void> {
     if (this.snapshot && Date.now() - this.snapshotAt < DB_REFRESH_MS) return this.snapshot;
     this.snapshotAt = Date.now();
@@ -223,11 +237,13 @@ export class Metrics implements TaskObserver, GraphQLObserver {
     const { db } = this.options;
     const counts = await tasksByKindAndStatus(db);
     const queue = await queueNow(db);
-    const { byStatus, depth, oldest } = this.database;
+    const waiting = await heldNow(db);
+    const { byStatus, depth, oldest, held } = this.database;
     byStatus.reset();
     for (const row of counts) byStatus.set({ kind: row.kind, status: row.status }, row.n);
     depth.set(queue.depth);
     oldest.set(Math.max(0, queue.oldestSeconds ?? 0));
+    for (const [reason, n] of Object.entries(waiting)) held.set({ reason }, n);
   }
 
   // TaskObserver

@@ -22,6 +22,8 @@ export interface TaskHandle {
   runAt?: string;
   /** The last failed attempt's error, while retrying and after. */
   lastError?: Task['lastError'];
+  /** Why it waits to be claimed, while it does (DESIGN §14, §17). */
+  heldBecause?: NonNullable<Task['heldBecause']>;
   /** DESIGN §15: in every handle, `{}` when none were given. */
   labels: Record<string, string>;
   /** The task this one runs again, when it is a re-run. */
@@ -60,6 +62,7 @@ export function handleOf(task: Task): TaskHandle {
   };
   if (task.runAt) handle.runAt = task.runAt.toISOString();
   if (task.lastError) handle.lastError = task.lastError;
+  if (task.heldBecause) handle.heldBecause = task.heldBecause;
   return handle;
 }
 

@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { ServiceError } from '../errors.js';
+import { type RateLimit, rateLimitProblem } from './flow-control.js';
 import type { TaskPage } from './requests.js';
 import { DEFAULT_RETRY, type RetryPolicy, resolveRetry } from './retry.js';
 import type { TaskStatus } from './status.js';
@@ -30,6 +31,9 @@ export interface ChildOptions {
   retry?: Partial<RetryPolicy>;
   concurrencyKey?: string;
   concurrencyLimit?: number;
+  /** DESIGN §17: the key its kind's (or its own) rate limit counts by. @default the owner */
+  rateLimitKey?: string;
+  rateLimit?: RateLimit;
   /** At most what is left of the parent's retention, which is also the default. */
   ttlMs?: number;
 }
@@ -149,6 +153,12 @@ export interface TaskKindOptions<Input, Result> {
   retry?: Partial<RetryPolicy>;
   /** At most `limit` (1..1000) tasks of this kind and one concurrency key run at once. @default none */
   concurrency?: { limit: number } | undefined;
+  /**
+   * At most `limit` (1..1000) tasks of this kind and one rate limit key start running (are
+   * first claimed) in any sliding `periodMs` (1..86 400 000), across all processes (DESIGN
+   * §17); the others wait, held. A start may carry its own. @default none
+   */
+  rateLimit?: RateLimit | undefined;
   /** Shorthand for `retry.maxAttempts` (the older name). */
   maxAttempts?: number;
   /** How MCP clients may call it (DESIGN §9b). @default 'optional' */
@@ -158,11 +168,15 @@ export interface TaskKindOptions<Input, Result> {
 
 export interface TaskKind<Input = unknown, Result = unknown>
   extends Required<
-    Omit<TaskKindOptions<Input, Result>, 'ttlMs' | 'retry' | 'concurrency' | 'maxAttempts'>
+    Omit<
+      TaskKindOptions<Input, Result>,
+      'ttlMs' | 'retry' | 'concurrency' | 'rateLimit' | 'maxAttempts'
+    >
   > {
   ttlMs: number | undefined;
   retry: RetryPolicy;
   concurrency: { limit: number } | undefined;
+  rateLimit: RateLimit | undefined;
 }
 
 /** Declares a kind of task; register it with the app (`createApp({ kinds })`). */
@@ -180,6 +194,11 @@ export function defineTaskKind<Input = unknown, Result = unknown>(
   const limit = options.concurrency?.limit;
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 1000))
     throw new Error(`kind ${options.name}: concurrency.limit must be an integer from 1 to 1000`);
+  const rateLimit = options.rateLimit;
+  if (rateLimit !== undefined) {
+    const problem = rateLimitProblem(rateLimit, 'rateLimit');
+    if (problem) throw new Error(`kind ${options.name}: ${problem}`);
+  }
   const { maxAttempts: _shorthand, ...rest } = options;
   return Object.freeze({
     pollIntervalMs: 1_000,
@@ -188,6 +207,10 @@ export function defineTaskKind<Input = unknown, Result = unknown>(
     ...rest,
     retry: Object.freeze(retry),
     concurrency: limit === undefined ? undefined : Object.freeze({ limit }),
+    rateLimit:
+      rateLimit === undefined
+        ? undefined
+        : Object.freeze({ limit: rateLimit.limit, periodMs: rateLimit.periodMs }),
     ttlMs: options.ttlMs,
   });
 }

@@ -1,4 +1,5 @@
 import { ServiceError } from '../errors.js';
+import { type RateLimit, rateLimitProblem } from './flow-control.js';
 import type { TaskKind } from './kinds.js';
 import type { StartRequest } from './requests.js';
 import { type RetryPolicy, resolveRetry } from './retry.js';
@@ -10,10 +11,15 @@ export interface ManagedWork {
   priority: number;
   concurrencyKey: string | null;
   concurrencyLimit: number | null;
+  /** DESIGN §17: as given (null: the owner is the key). */
+  rateLimitKey: string | null;
+  /** The task's own, else its kind's; null: its first start is not rate-limited. */
+  rateLimit: RateLimit | null;
   retry: RetryPolicy;
 }
 
-const CONCURRENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+/** A concurrency or rate limit key. */
+const KEY = /^[\x20-\x7e]{1,255}$/;
 
 function refuse(message: string): never {
   throw new ServiceError('BAD_USER_INPUT', message);
@@ -53,20 +59,29 @@ export function resolveManagedWork(
   const priority =
     request.priority == null ? 0 : integerIn(request.priority, 'priority', -100, 100);
   const concurrencyKey = request.concurrencyKey ?? null;
-  if (
-    concurrencyKey !== null &&
-    (typeof concurrencyKey !== 'string' || !CONCURRENCY_KEY.test(concurrencyKey))
-  )
+  if (concurrencyKey !== null && (typeof concurrencyKey !== 'string' || !KEY.test(concurrencyKey)))
     refuse('concurrencyKey must be 1 to 255 printable ASCII characters.');
   const concurrencyLimit =
     request.concurrencyLimit == null
       ? (kind.concurrency?.limit ?? null)
       : integerIn(request.concurrencyLimit, 'concurrencyLimit', 1, 1000);
+  const rateLimitKey = request.rateLimitKey ?? null;
+  if (rateLimitKey !== null && (typeof rateLimitKey !== 'string' || !KEY.test(rateLimitKey)))
+    refuse('rateLimitKey must be 1 to 255 printable ASCII characters.');
+  let rateLimit = kind.rateLimit ?? null;
+  if (request.rateLimit != null) {
+    const problem = rateLimitProblem(request.rateLimit, 'rateLimit');
+    if (problem) refuse(`${problem}.`);
+    const { limit, periodMs } = request.rateLimit as RateLimit;
+    rateLimit = { limit, periodMs };
+  }
   return {
     runAt,
     priority,
     concurrencyKey,
     concurrencyLimit,
+    rateLimitKey,
+    rateLimit,
     retry: resolveRetry(kind.retry, request.retry),
   };
 }

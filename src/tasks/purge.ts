@@ -77,6 +77,30 @@ export async function purgeExpired(
   return total;
 }
 
+/**
+ * Forgets the first starts that rate limits no longer count (DESIGN §17): those past their
+ * task's period. A claim forgets its key's own as it records a new start; this is for keys no
+ * claim comes back to. Batches of `batchSize`, until one comes back short.
+ * @returns rows deleted
+ */
+export async function forgetRateStarts(
+  db: Kysely<Database>,
+  { batchSize = 1_000, signal }: Pick<PurgeOptions, 'batchSize' | 'signal'> = {},
+): Promise<number> {
+  let total = 0;
+  while (!signal?.aborted) {
+    const result = await sql`
+      delete from task_rate_starts where ctid = any(array(
+        select ctid from task_rate_starts where forget_at <= now() limit ${batchSize}::int))`.execute(
+      db,
+    );
+    const n = Number(result.numAffectedRows ?? 0);
+    total += n;
+    if (n < batchSize) break;
+  }
+  return total;
+}
+
 /** What the scheduled purge uses: batches of 1 000, resting as long as each batch took. */
 export const PURGE_DEFAULTS = { batchSize: 1_000, restRatio: 1 } as const satisfies PurgeOptions;
 
@@ -108,6 +132,7 @@ export class Purger {
           signal: this.stopping.signal,
         });
         if (deleted > 0) this.log.info({ deleted }, 'purged expired tasks');
+        await forgetRateStarts(this.db, { signal: this.stopping.signal });
       } catch (err) {
         this.log.warn({ err: coerceError(err) }, 'purge failed; retrying next interval');
       } finally {

@@ -32,6 +32,10 @@ export interface StartRequest {
   concurrencyKey?: string | null;
   /** 1..1000: at most this many tasks of the kind and key run at once. @default the kind's */
   concurrencyLimit?: number | null;
+  /** DESIGN §17: groups tasks of a kind for their rate limit (1..255 printable). @default the owner */
+  rateLimitKey?: string | null;
+  /** At most `limit` first starts of the kind and key in any sliding `periodMs`. @default the kind's */
+  rateLimit?: { limit?: unknown; periodMs?: unknown } | null;
   /** Overrides the kind's retry policy, field by field. */
   retry?: Partial<Record<keyof RetryPolicy, number | null>> | null;
   /** DESIGN §15: checked by `checkLabels`. */

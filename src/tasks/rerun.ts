@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Executor, TaskRow } from '../db/types.js';
 import { notFound, ServiceError } from '../errors.js';
 import { currentTraceParent } from '../tracing/tracer.js';
+import { rateLimitOf } from './flow-control.js';
 import type { KindRegistry, TaskKind } from './kinds.js';
 import type { Actor } from './requests.js';
 import { findVisibleTask } from './sql/find.js';
@@ -93,6 +94,8 @@ async function rerun(db: Executor, kind: TaskKind, row: TaskRow): Promise<Task> 
     priority: row.priority,
     concurrencyKey: row.concurrency_key,
     concurrencyLimit: row.concurrency_limit,
+    rateLimitKey: row.rate_limit_key ?? null,
+    rateLimit: rateLimitOf(row),
     retry: {
       maxAttempts: row.max_attempts,
       initialDelayMs: row.retry_initial_delay_ms,

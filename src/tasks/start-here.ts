@@ -16,9 +16,9 @@ export interface RunsHere {
  * `insertTask`). When this process's runner has a slot free for it and knows of no task
  * waiting for one, the task is inserted already leased to it and runs as soon as the insert
  * commits: the insert is the claim, and one commit and one NOTIFY hop fewer lie between the
- * start and the task's end. Only a task due now without a concurrency limit or a debounce:
- * any other waits for a claim, which keeps the key's limit and the priority order in one
- * place (`taskhandle_claim_tasks`).
+ * start and the task's end. Only a task due now without a concurrency or rate limit or a
+ * debounce: any other waits for a claim, which keeps the keys' limits, the priority order and
+ * the owners' turns in one place (`taskhandle_claim_tasks`).
  */
 export class StartsHere {
   private readonly coalescer: StartCoalescer;
@@ -37,7 +37,7 @@ export class StartsHere {
     const { task } = entry;
     // A debounced task is never inserted leased: it would start with its burst just begun.
     const reservation =
-      task.runAt === null && task.concurrencyLimit === null && !task.debounce
+      task.runAt === null && task.concurrencyLimit === null && !task.rateLimit && !task.debounce
         ? this.runner?.reserve(task.kind)
         : undefined;
     // The stored row goes to this process's row cache, so that the polls and the subscription

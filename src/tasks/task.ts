@@ -1,5 +1,6 @@
 import type { TaskRow } from '../db/types.js';
 import { outstandingQuestions } from './awaiting.js';
+import { type HoldReason, holdReasonOf, type RateLimit, rateLimitOf } from './flow-control.js';
 import type { InputRequest, TaskFailure, TaskStatus } from './status.js';
 
 export type { InputRequest, TaskFailure } from './status.js';
@@ -35,6 +36,12 @@ export interface Task {
   concurrencyKey: string | null;
   /** The limit this task is held to, if any. */
   concurrencyLimit: number | null;
+  /** As given at start (null: the owner is the key), DESIGN §17. */
+  rateLimitKey: string | null;
+  /** The limit of first starts in a sliding period this task is held to, if any. */
+  rateLimit: RateLimit | null;
+  /** Why it waits to be claimed, while it does: its concurrency key, rate limit key, or time. */
+  heldBecause: HoldReason | null;
   /** The error of the last failed attempt, kept while retrying. */
   lastError: TaskFailure | null;
   /** Set at start, never changed (DESIGN §15); `{}` when none were given. */
@@ -106,6 +113,9 @@ export function toTask(row: TaskRow, now = Date.now()): Task {
     priority: row.priority,
     concurrencyKey: row.concurrency_key,
     concurrencyLimit: row.concurrency_limit,
+    rateLimitKey: row.rate_limit_key ?? null,
+    rateLimit: rateLimitOf(row),
+    heldBecause: holdReasonOf(row, now),
     lastError: row.last_error,
     labels: row.labels ?? {},
     retryOf: row.retry_of ?? null,

@@ -54,6 +54,10 @@ export function snapshotTask(snapshot: Record<string, unknown>): Task {
     priority: s.priority,
     concurrency_key: s.concurrency_key,
     concurrency_limit: s.concurrency_limit,
+    // A snapshot written before migration 0012 has no rate limit.
+    rate_limit_key: s.rate_limit_key ?? null,
+    rate_limit: s.rate_limit ?? null,
+    rate_period_ms: s.rate_period_ms ?? null,
     retry_initial_delay_ms: s.retry_initial_delay_ms,
     retry_factor: s.retry_factor,
     retry_max_delay_ms: s.retry_max_delay_ms,

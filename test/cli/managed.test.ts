@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { describeTask } from '../../src/cli/format.js';
+import { eventually } from '../helpers/app.js';
 import { runCli } from '../helpers/cli.js';
 import { alice, t, useFileApp } from '../helpers/file-app.js';
 
-/** The CLI's flags for managing the work (DESIGN §14), run as a real process. */
+/** The CLI's flags for managing the work (DESIGN §14, §17), run as a real process. */
 
 useFileApp();
 
@@ -32,6 +33,36 @@ describe('taskhandle start with schedule, priority, key and attempts', () => {
     const full = await t.app.tasks.get({ id: 'alice', admin: false }, task.id);
     expect(full).toMatchObject({ priority: -5, concurrencyKey: 'acct-7', maxAttempts: 2 });
     expect(describeTask(task)).toContain('waiting:  until');
+  });
+
+  it('passes --rate-limit-key and --rate-limit, and shows why a task is held', async () => {
+    const start = (key: string) =>
+      cli(['start', 'sleep', '{"ms":60000}', '--rate-limit-key', key, '--rate-limit', '1/3600000']);
+    const first = JSON.parse((await start('api-cli')).stdout.trim());
+    expect(first).toMatchObject({
+      rateLimitKey: 'api-cli',
+      rateLimit: { limit: 1, periodMs: 3_600_000 },
+    });
+    const second = JSON.parse((await start('api-cli')).stdout.trim());
+    // The second start of the hour waits, held by its key, and says until when.
+    const { stdout } = await eventually(async () => {
+      const got = await cli(['get', second.id, '--json']);
+      return JSON.parse(got.stdout).heldBecause === 'RATE_LIMIT' ? got : undefined;
+    });
+    const held = JSON.parse(stdout);
+    expect(held.statusMessage).toMatch(/^Rate limited: next start at \d{4}-/);
+    expect(describeTask(held)).toContain('held:     by its rate limit key');
+    await cli(['cancel', first.id]);
+    await cli(['cancel', second.id]);
+  });
+
+  it('refuses a --rate-limit that is not LIMIT/PERIOD_MS, and one out of range by name', async () => {
+    const bad = await cli(['start', 'sleep', '{"ms":0}', '--rate-limit', 'often']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('--rate-limit must be LIMIT/PERIOD_MS');
+    const range = await cli(['start', 'sleep', '{"ms":0}', '--rate-limit', '0/1000']);
+    expect(range.code).not.toBe(0);
+    expect(range.stderr).toContain('rateLimit.limit must be an integer from 1 to 1000');
   });
 
   it('--run-at past expiry is refused with the field named', async () => {
@@ -69,6 +100,9 @@ describe('taskhandle start with schedule, priority, key and attempts', () => {
       maxAttempts: 3,
       runAt: soon,
       lastError: { code: 'HANDLER_ERROR', message: 'boom' },
+      heldBecause: null,
+      rateLimitKey: null,
+      rateLimit: null,
       labels: {},
       parentId: null,
     });

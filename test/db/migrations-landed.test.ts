@@ -19,6 +19,7 @@ const LANDED: Readonly<Record<string, string>> = {
   '0008_steps.sql': 'd21722fecfea6a836c823dce6565b0b620c901996aea11a1daab181559cd8cf7',
   '0009_schedules.sql': '36566af3d185c0783fb7378b212f15533c049677ff67b86814c8e28bd78ef98e',
   '0011_a2a_config_ids.sql': '1871270cd1d4eedaea14aa288b24a1af27eb79a9b56e6d09e7d53d9c5926a613',
+  '0012_flow_control.sql': '2c7cf80fa0128510b777879123025045fbd44ea916dbec748d5c2ef134c53ca8',
   '0013_debounce.sql': 'ffafcf731476e2052b06806f25eb0427cbebb3496f185503cf2a379921cbcf18',
   '0015_run_time.sql': 'c0c14bd5d131cc4fa3321bf886dc57ce6829648d6173a150040433fc5f048ad1',
 };

@@ -96,10 +96,18 @@ describe('a bad value', () => {
     ['TASK_PURGE_INTERVAL_MS', 'often'],
     ['TASK_SHUTDOWN_GRACE_MS', 'x'],
     ['RUNNER_CONCURRENCY', '0'],
+    ['RUNNER_FAIRNESS', 'round-robin'],
     ['MCP_SESSION_IDLE_MS', '10'],
     ['MCP_MAX_SESSIONS', '0'],
     ['LOG_LEVEL', 'loud'],
   ];
+
+  it('takes owners in turn unless RUNNER_FAIRNESS=fifo', () => {
+    expect(loadConfig({ AUTH_JWT_SECRET: SECRET }).runnerFairness).toBe('owner');
+    expect(loadConfig({ AUTH_JWT_SECRET: SECRET, RUNNER_FAIRNESS: 'fifo' }).runnerFairness).toBe(
+      'fifo',
+    );
+  });
 
   it.each(BAD)('of %s (%j) is refused with a message naming it', (name, value) => {
     const err = refusalOf({ AUTH_JWT_SECRET: SECRET, [name]: value });

@@ -60,6 +60,8 @@ describe('GET /metrics', () => {
     expect(sample(text, 'taskhandle_websockets')).toBe(0);
     expect(sample(text, 'taskhandle_graphql_subscriptions')).toBe(0);
     expect(sample(text, 'taskhandle_tasks', { kind: 'sleep' })).toBeUndefined();
+    for (const reason of ['concurrency', 'rate_limit', 'time'])
+      expect(sample(text, 'taskhandle_tasks_held', { reason })).toBe(0);
   });
 
   it('moves the HTTP, GraphQL, task, queue, run and WebSocket series as tasks run', async () => {
@@ -216,5 +218,55 @@ describe('METRICS_TOKEN configuration', () => {
     for (const bad of ['short', 'has spaces in it, sixteen+', 'quote"d-0123456789abcdef'])
       expect(() => loadConfig({ METRICS_TOKEN: bad })).toThrow(/^METRICS_TOKEN: /);
     expect(loadConfig({ METRICS_TOKEN: 'abcdefghijklmnop' }).metricsToken).toBe('abcdefghijklmnop');
+  });
+});
+
+describe('taskhandle_tasks_held', () => {
+  let t: TestApp;
+  let token: string;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { RUNNER_CONCURRENCY: '4' } });
+    token = await t.token('alice');
+  });
+  afterAll(() => t?.stop());
+
+  const scrape = async () => (await fetch(`${t.url}/metrics`)).text();
+  const held = (text: string, reason: string) => sample(text, 'taskhandle_tasks_held', { reason });
+  const start = async (input: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
+    const response = await t.gql(START, { input: { kind: 'sleep', input, ...extra } }, token);
+    expect(response.errors).toBeUndefined();
+    return response.data.startTask.id as string;
+  };
+
+  it('counts held tasks by reason: concurrency, rate limit and time', async () => {
+    // An hour-long task fills both of its keys: a start an hour, one at a time.
+    const limited = { rateLimitKey: 'metrics', rateLimit: { limit: 1, periodMs: 3_600_000 } };
+    const keyed = { concurrencyKey: 'metrics', concurrencyLimit: 1 };
+    const ids = [await start({ ms: 3_600_000 }, { ...limited, ...keyed })];
+    await eventually(
+      async () => (sample(await scrape(), 'taskhandle_queue_depth') === 0 ? true : undefined),
+      20_000,
+    );
+    ids.push(
+      await start({ ms: 0 }, limited),
+      await start({ ms: 0 }, keyed),
+      await start({ ms: 0 }, { delayMs: 3_600_000 }),
+      await start({ ms: 0 }, { delayMs: 3_600_000 }),
+    );
+    const text = await eventually(async () => {
+      const scraped = await scrape();
+      return held(scraped, 'concurrency') === 1 && held(scraped, 'rate_limit') === 1
+        ? scraped
+        : undefined;
+    }, 20_000);
+    expect(held(text, 'time')).toBe(2);
+    for (const id of ids) await t.gql(CANCEL, { id }, token);
+    const after = await eventually(async () => {
+      const scraped = await scrape();
+      return held(scraped, 'time') === 0 ? scraped : undefined;
+    }, 20_000);
+    expect(held(after, 'concurrency')).toBe(0);
+    expect(held(after, 'rate_limit')).toBe(0);
   });
 });

@@ -3,7 +3,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/types.js';
-import { Purger, purgeExpired } from '../../src/tasks/purge.js';
+import { forgetRateStarts, Purger, purgeExpired } from '../../src/tasks/purge.js';
 import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
 import { backend } from '../helpers/db.js';
 import { type ServerProcess, spawnServer } from '../helpers/process.js';
@@ -102,6 +102,26 @@ describe('purgeExpired', () => {
     const purged = lines.filter((l) => l.msg === 'purged expired tasks');
     expect(purged.reduce((sum, l) => sum + (l.deleted ?? 0), 0)).toBe(1_234);
     expect(await count(db, 'live')).toBe(5);
+  });
+
+  it("forgets the rate limits' first starts past their period, in a Purger pass, and keeps the rest", async () => {
+    await sql`
+      insert into task_rate_starts (kind, key, started_at, task_id, forget_at)
+      select 'sleep', 'k' || (i % 7), now() - interval '2 hours', gen_random_uuid(),
+             now() - interval '1 hour' + i * interval '1 millisecond'
+      from generate_series(1, 2345) i`.execute(db);
+    await sql`
+      insert into task_rate_starts (kind, key, started_at, task_id, forget_at)
+      values ('sleep', 'k1', now(), gen_random_uuid(), now() + interval '1 hour')`.execute(db);
+    expect(await forgetRateStarts(db, { batchSize: 500 })).toBe(2_345);
+    await sql`
+      insert into task_rate_starts (kind, key, started_at, task_id, forget_at)
+      values ('sleep', 'k2', now() - interval '2 hours', gen_random_uuid(), now() - interval '1 hour')`.execute(
+      db,
+    );
+    await new Purger(db, 86_400_000, pino({ level: 'silent' })).runOnce();
+    const left = await sql<{ key: string }>`select key from task_rate_starts`.execute(db);
+    expect(left.rows.map((r) => r.key)).toEqual(['k1']);
   });
 
   it('stops a long pass after its current batch when the Purger stops', async () => {

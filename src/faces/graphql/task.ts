@@ -8,7 +8,7 @@ import { builder, type Context } from './builder.js';
 import { DebounceInput } from './debounce-input.js';
 import { NodeRef } from './node.js';
 import { TaskWebhookInput } from './webhook-input.js';
-import { RetryPolicyInput } from './work-input.js';
+import { RateLimitInput, RetryPolicyInput } from './work-input.js';
 
 /** The caller as the domain sees it. Field scopes have already required a principal. */
 export function actor(context: Context) {
@@ -221,6 +221,14 @@ export const StartTaskInput = builder.inputType('StartTaskInput', {
     concurrencyLimit: t.int({
       description:
         "1..1000: at most this many of the kind and key run at once (default: the kind's).",
+    }),
+    rateLimitKey: t.string({
+      description:
+        '1..255 printable; groups tasks of a kind for their rate limit (default: the owner).',
+    }),
+    rateLimit: t.field({
+      type: RateLimitInput,
+      description: "This task's rate limit for its key (default: the kind's).",
     }),
     retry: t.field({ type: RetryPolicyInput, description: "Overrides the kind's retry policy." }),
     labels: t.field({

@@ -13,7 +13,16 @@ export const RetryPolicyInput = builder.inputType('RetryPolicyInput', {
   }),
 });
 
-/** The §14 fields of a StartTaskInput, as the service takes them. */
+export const RateLimitInput = builder.inputType('RateLimitInput', {
+  description:
+    'At most `limit` tasks of the kind and rate limit key start running in any sliding `periodMs` (DESIGN §17).',
+  fields: (t) => ({
+    limit: t.int({ required: true, description: '1..1000' }),
+    periodMs: t.int({ required: true, description: '1..86 400 000 (a day)' }),
+  }),
+});
+
+/** The §14 and §17 fields of a StartTaskInput, as the service takes them. */
 type Maybe<T> = T | null | undefined;
 
 export function managedWork(input: {
@@ -22,6 +31,8 @@ export function managedWork(input: {
   priority?: Maybe<number>;
   concurrencyKey?: Maybe<string>;
   concurrencyLimit?: Maybe<number>;
+  rateLimitKey?: Maybe<string>;
+  rateLimit?: Maybe<{ limit: number; periodMs: number }>;
   retry?: Maybe<{
     maxAttempts?: Maybe<number>;
     initialDelayMs?: Maybe<number>;
@@ -35,6 +46,8 @@ export function managedWork(input: {
     priority: input.priority ?? null,
     concurrencyKey: input.concurrencyKey ?? null,
     concurrencyLimit: input.concurrencyLimit ?? null,
+    rateLimitKey: input.rateLimitKey ?? null,
+    rateLimit: input.rateLimit ?? null,
     retry: input.retry
       ? {
           maxAttempts: input.retry.maxAttempts ?? null,

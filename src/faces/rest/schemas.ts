@@ -54,6 +54,16 @@ const Labels = {
     'At most 16 labels; keys match `[a-z0-9][a-z0-9._/-]{0,62}`. Set at start, never changed.',
 };
 
+/** DESIGN §17: at most `limit` first starts of a kind and key in any sliding `periodMs`. */
+const RateLimit = object(
+  {
+    limit: integer('1..1000 first starts in any period.'),
+    periodMs: integer('1..86 400 000: the sliding period.'),
+  },
+  ['limit', 'periodMs'],
+  'A rate limit of first starts per key, across all processes.',
+);
+
 /** DESIGN §17: one task per burst of starts with the same key. */
 const Debounce = object(
   {
@@ -104,6 +114,12 @@ const HANDLE_MEMBERS = {
   maxAttempts: integer(),
   runAt: dateTime('While the task waits for its time, its next attempt or a wake-up.'),
   lastError: ref('TaskError'),
+  heldBecause: {
+    type: 'string',
+    enum: ['concurrency', 'rate_limit', 'time'],
+    description:
+      'While it waits to be claimed: why (its key at its limit, its rate limit, its time).',
+  },
   labels: ref('Labels'),
   retryOf: uuid('The task this one runs again.'),
   scheduleKey: string('The schedule whose occurrence this task is.'),
@@ -204,6 +220,7 @@ export const COMPONENT_SCHEMAS: Record<string, JsonSchema> = {
   InputRequest,
   Labels,
   Debounce,
+  RateLimit,
   RetryPolicy,
   Webhook,
   StartTask: START_BODY,

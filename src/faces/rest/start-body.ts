@@ -28,6 +28,11 @@ export const START_FIELDS = {
   priority: orNull(integer('-100..100, default the kind’s (0); higher is claimed first.')),
   concurrencyKey: orNull(string('1..255 printable ASCII; groups tasks for a concurrency limit.')),
   concurrencyLimit: orNull(integer('1..1000 tasks of this kind and key running at once.')),
+  // DESIGN §17.
+  rateLimitKey: orNull(
+    string('1..255 printable ASCII; default the owner: whose first starts a rate limit counts.'),
+  ),
+  rateLimit: orNull(ref('RateLimit')),
   retry: orNull(ref('RetryPolicy')),
   // DESIGN §15.
   labels: orNull(ref('Labels')),

@@ -84,9 +84,13 @@ export class ClaimWaker {
     this.refill = false;
   }
 
-  /** A claim asked for `asked` tasks and got `got`: fewer means none is left to find now. */
-  claimed(got: number, asked: number): void {
-    this.exhausted = got < asked;
+  /**
+   * A claim asked for `asked` tasks and got `got`: fewer means none is left to find now, unless
+   * it left one `waiting` for a free slot (a rate-limited first start), which the next freed
+   * slot claims.
+   */
+  claimed(got: number, asked: number, waiting = false): void {
+    this.exhausted = got < asked && !waiting;
   }
 
   /**

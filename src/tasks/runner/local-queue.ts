@@ -79,10 +79,10 @@ export class QueuedTask implements HeldTask {
 }
 
 /**
- * The tasks this process claimed ahead of its free slots, first claimed first (the claim
- * orders them by priority, then due time), handed to handlers as slots free. graphile-worker's
- * local queue is the model: a worker that claims a batch at a time keeps its slots busy
- * while the next claim is in flight, instead of leaving them idle for a round trip per cycle.
+ * The tasks this process claimed ahead of its free slots, first claimed first (in the claim's
+ * order), handed to handlers as slots free. graphile-worker's local queue is the model: a
+ * worker that claims a batch at a time keeps its slots busy while the next claim is in
+ * flight, instead of leaving them idle for a round trip per cycle.
  */
 export class LocalQueue {
   private tasks: QueuedTask[] = [];
@@ -96,12 +96,9 @@ export class LocalQueue {
     return n;
   }
 
-  /** Queues a claim's rows in the claim's order (its statement returns them unordered). */
+  /** Queues a claim's rows, in the claim's order (priority, then owners in turn or due time). */
   push(rows: readonly TaskRow[], claimedAt: number): void {
-    const ordered = [...rows].sort(
-      (a, b) => b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime(),
-    );
-    for (const row of ordered) this.tasks.push(new QueuedTask(row, claimedAt, this.context));
+    for (const row of rows) this.tasks.push(new QueuedTask(row, claimedAt, this.context));
   }
 
   /** The next task to start, whose lease still holds at `now`; dropped ones are let go. */

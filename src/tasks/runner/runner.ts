@@ -68,6 +68,11 @@ export interface RunnerOptions {
   retention?: RetentionPolicy;
   /** Where signal URLs point (PUBLIC_URL, else the listening address). @default http://127.0.0.1:4000 */
   publicUrl?: () => string;
+  /**
+   * How a claim orders the tasks of one priority (RUNNER_FAIRNESS, DESIGN §17): `owner` takes
+   * owners in turn, `fifo` the earliest due first. @default 'owner'
+   */
+  fairness?: 'owner' | 'fifo';
 }
 
 const DEFAULT_RETENTION: RetentionPolicy = {
@@ -107,6 +112,8 @@ export class Runner implements ReservedSlots, TaskHost {
   private readonly taskOptions: RunningTaskOptions;
   /** Slots promised to tasks this process is inserting already leased (see `reserve`). */
   private readonly reservations: Reservations;
+  /** The owner the last fair claim stopped after: the next goes on from there. */
+  private ownerCursor = '';
 
   constructor(private readonly options: RunnerOptions) {
     const { db, events, log, workerId, leaseMs } = options;
@@ -261,10 +268,18 @@ export class Runner implements ReservedSlots, TaskHost {
       if (this.stopping || room <= 0 || (free <= 0 && !draining)) return;
       this.waker.claiming();
       let rows: TaskRow[];
+      let waiting: boolean;
       const claimedAt = Date.now();
       try {
-        const claim = await claimWork(db, workerId, this.kindNames, room, leaseMs);
+        const claim = await claimWork(db, workerId, this.kindNames, room, leaseMs, {
+          fair: this.options.fairness !== 'fifo',
+          // What starts at once: the free slots, less what the queue hands them first.
+          free: Math.max(0, free - this.queue.length),
+          cursor: this.ownerCursor,
+        });
         rows = claim.rows;
+        this.ownerCursor = claim.cursor;
+        waiting = claim.waiting;
         if (claim.nextDue) this.waker.wakeAt(claim.nextDue.getTime());
       } catch (err) {
         log.warn({ err: coerceError(err) }, 'claiming tasks failed; the backstop will retry');
@@ -279,7 +294,7 @@ export class Runner implements ReservedSlots, TaskHost {
         return;
       }
       this.options.observer?.claimed(rows, (Date.now() - claimedAt) / 1000);
-      this.waker.claimed(rows.length, room);
+      this.waker.claimed(rows.length, room, waiting);
       this.queue.push(rows, claimedAt);
       this.startQueued();
       if (this.waker.exhausted) return;

@@ -20,6 +20,9 @@ export interface NewTask {
   priority: number;
   concurrencyKey: string | null;
   concurrencyLimit: number | null;
+  /** DESIGN §17: the rate limit key as given, and the limit of first starts (null: none). */
+  rateLimitKey?: string | null;
+  rateLimit?: { limit: number; periodMs: number } | null;
   retry: RetryPolicy;
   /** DESIGN §15: checked labels (`{}` for none) and the task this one runs again. */
   labels?: Record<string, string>;
@@ -53,7 +56,8 @@ const COLUMNS = sql`(id, owner, kind, input, ttl_ms, created_at, last_updated_at
   poll_interval_ms, idempotency_key, max_attempts, timeout_ms, run_at, hold,
   priority, concurrency_key, concurrency_limit, retry_initial_delay_ms,
   retry_factor, retry_max_delay_ms, labels, retry_of, trace_parent,
-  worker_id, attempt, lease_expires_at, schedule_key, debounce_key, debounce_max_delay_ms)`;
+  worker_id, attempt, lease_expires_at, schedule_key, debounce_key, debounce_max_delay_ms,
+  rate_limit_key, rate_limit, rate_period_ms)`;
 
 /**
  * The row a start writes, as a `select`: created now, due at its runAt (or, debounced, its
@@ -71,7 +75,8 @@ function startValues(task: NewTask, lease: InsertLease | undefined): RawBuilder<
            ${lease?.workerId ?? null}::text, ${lease ? 1 : 0}::int,
            c.at + ${lease?.leaseMs ?? null}::int * interval '1 millisecond',
            ${task.scheduleKey ?? null}::text, ${task.debounce?.key ?? null}::text,
-           ${task.debounce?.maxDelayMs ?? null}::int
+           ${task.debounce?.maxDelayMs ?? null}::int, ${task.rateLimitKey ?? null}::text,
+           ${task.rateLimit?.limit ?? null}::int, ${task.rateLimit?.periodMs ?? null}::int
     -- millisecond precision: cursors and expiresAt round-trip through JS Dates exactly
     from (
       select n.at, greatest(n.at, coalesce(date_trunc('milliseconds', ${task.runAt}::timestamptz),

@@ -16,26 +16,56 @@ export interface Lease {
 }
 
 export interface Claim {
+  /** The claimed rows, in the order the claim took them (the order to start them in). */
   rows: TaskRow[];
-  /** The earliest due time of a task waiting for its time (any kind), if any. */
+  /**
+   * The earliest instant a task waiting for its time (any kind) or a rate-limited key of these
+   * kinds falls due, if any.
+   */
   nextDue: Date | null;
+  /** The owner the next fair claim goes on after (see {@link ClaimOptions.cursor}). */
+  cursor: string;
+  /**
+   * A claimable task was left because it could not start at once: a rate-limited first start
+   * beyond `free` (DESIGN §17). The caller claims again when a slot frees.
+   */
+  waiting: boolean;
 }
 
 /**
  * A task a worker may claim now: WORKING, unexpired, due, waiting for nothing, with no live
- * lease and attempts left. The claim (taskhandle_claim_tasks) and the queue's metrics
- * (stats.ts) ask the same question.
+ * lease and attempts left. The claim (taskhandle_claim_tasks, and its walk over owners,
+ * taskhandle_next_owner) and the queue's metrics (stats.ts) ask the same question.
  */
 export const claimable = sql`status = 'working' and expires_at > now() and hold is null
   and run_at <= now() and (lease_expires_at is null or lease_expires_at < now())
   and attempt < max_attempts`;
 
+export interface ClaimOptions {
+  /**
+   * Within a priority, owners take turns (RUNNER_FAIRNESS=owner); false: §14's order, the
+   * earliest due first. @default true
+   */
+  fair?: boolean;
+  /**
+   * How many of the claimed tasks the caller starts at once; a rate-limited task's first start
+   * is claimed only among them, since the claim counts it as started. @default limit
+   */
+  free?: number;
+  /**
+   * The owner the last fair claim stopped after (its {@link Claim.cursor}): with more owners
+   * than a claim takes, the next one goes on from there. @default ''
+   */
+  cursor?: string;
+}
+
 /**
- * Claims up to `limit` runnable tasks of the given kinds, highest priority first, then earliest
- * due, skipping rows other workers hold and tasks whose concurrency key is at its limit
- * (`taskhandle_claim_tasks`, migration 0004). A runnable task is {@link claimable};
- * `attempt` counts the claim. The same statement answers when
- * the next delayed task falls due, for the runner's timer.
+ * Claims up to `limit` runnable tasks of the given kinds (`taskhandle_claim_tasks`, migration
+ * 0012): highest priority first, then owners in turn (or, not `fair`, the earliest due),
+ * skipping rows other workers hold, tasks whose concurrency key is at its limit and first
+ * starts whose rate limit key is full (those wait held until their key frees). A runnable task
+ * is {@link claimable}; `attempt` counts the claim. The same statement answers when the next
+ * delayed task or rate-limited key falls due, for the runner's timer.
  *
  * The claim commits without waiting for its WAL flush (`synchronous_commit = off` for this
  * transaction only): a claim lost in a Postgres crash just leaves the task claimable again,
@@ -49,18 +79,25 @@ export async function claimWork(
   kinds: readonly string[],
   limit: number,
   leaseMs: number,
+  { fair = true, free = limit, cursor = '' }: ClaimOptions = {},
 ): Promise<Claim> {
-  const result = await sql<TaskRow & { next_due: Date | null }>`${prepared}
-    select c.*, n.next_due
-    from (select 1) one
-    left join lateral taskhandle_claim_tasks(${workerId}, ${kinds}::text[], ${limit}::int, ${leaseMs}::int) c on true
-    cross join lateral (
-      select min(run_at) as next_due from tasks where status = 'working' and hold = 'time'
-    ) n`.execute(db);
-  const nextDue = result.rows[0]?.next_due ?? null;
+  const result = await sql<
+    TaskRow & { next_due: Date | null; next_cursor: string | null; left_waiting: boolean | null }
+  >`${prepared}
+    select (c.claimed).*, c.next_due, c.next_cursor, c.left_waiting
+    from taskhandle_claim_tasks(${workerId}, ${kinds}::text[], ${limit}::int, ${leaseMs}::int,
+      ${fair}::boolean, ${free}::int, ${cursor}::text) c`.execute(db);
+  // The claimed rows, then one row with no task that carries the rest.
   const rows: TaskRow[] = [];
-  for (const { next_due: _n, ...row } of result.rows) if (row.id) rows.push(row as TaskRow);
-  return { rows, nextDue };
+  for (const { next_due: _d, next_cursor: _c, left_waiting: _w, ...row } of result.rows)
+    if (row.id) rows.push(row as TaskRow);
+  const last = result.rows.find((row) => !row.id);
+  return {
+    rows,
+    nextDue: last?.next_due ?? null,
+    cursor: last?.next_cursor ?? cursor,
+    waiting: last?.left_waiting === true,
+  };
 }
 
 /** The claimed rows of {@link claimWork}. */
@@ -70,8 +107,9 @@ export async function claimTasks(
   kinds: readonly string[],
   limit: number,
   leaseMs: number,
+  options?: ClaimOptions,
 ): Promise<TaskRow[]> {
-  return (await claimWork(db, workerId, kinds, limit, leaseMs)).rows;
+  return (await claimWork(db, workerId, kinds, limit, leaseMs, options)).rows;
 }
 
 /**

@@ -26,3 +26,26 @@ export async function queueNow(
   const row = result.rows[0];
   return { depth: row?.depth ?? 0, oldestSeconds: row?.oldest ?? null };
 }
+
+/** Held tasks by reason (DESIGN §14, §17), as the metrics name them. */
+export interface HeldNow {
+  concurrency: number;
+  rate_limit: number;
+  time: number;
+}
+
+/**
+ * The tasks that could run but wait to be claimed, by why: their concurrency key at its
+ * limit, their rate limit key's window full, or their time (a delayed start, a backoff or a
+ * timed wait) not come. Each count walks its own partial index (tasks_held, tasks_rate_held,
+ * tasks_scheduled) and nothing else.
+ */
+export async function heldNow(db: Executor): Promise<HeldNow> {
+  const result = await sql<HeldNow>`
+    select
+      (select count(*)::int from tasks where status = 'working' and hold = 'key') as concurrency,
+      (select count(*)::int from tasks where status = 'working' and hold = 'rate') as rate_limit,
+      (select count(*)::int from tasks
+       where status = 'working' and hold = 'time' and run_at > now()) as time`.execute(db);
+  return result.rows[0] ?? { concurrency: 0, rate_limit: 0, time: 0 };
+}

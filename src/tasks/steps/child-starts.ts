@@ -67,6 +67,8 @@ export class ChildStarts {
           retry: options.retry ?? null,
           concurrencyKey: options.concurrencyKey ?? null,
           concurrencyLimit: options.concurrencyLimit ?? null,
+          rateLimitKey: options.rateLimitKey ?? null,
+          rateLimit: options.rateLimit ?? null,
         },
       );
       child = { name: request.name, position: request.position, task: prepared.task };

@@ -50,20 +50,26 @@ export async function startChildren(
         ${col((c) => task(c).concurrencyKey)}::text[], ${col((c) => task(c).concurrencyLimit)}::int[],
         ${col((c) => task(c).retry.initialDelayMs)}::int[], ${col((c) => task(c).retry.factor)}::float8[],
         ${col((c) => task(c).retry.maxDelayMs)}::int[], ${col((c) => jsonText(task(c).labels ?? {}))}::jsonb[],
-        ${col((c) => task(c).traceParent ?? null)}::text[]
+        ${col((c) => task(c).traceParent ?? null)}::text[],
+        ${col((c) => task(c).rateLimitKey ?? null)}::text[],
+        ${col((c) => task(c).rateLimit?.limit ?? null)}::int[],
+        ${col((c) => task(c).rateLimit?.periodMs ?? null)}::int[]
       ) as x(id, name, position, owner, kind, input, ttl_ms, poll_interval_ms, timeout_ms,
              max_attempts, priority, concurrency_key, concurrency_limit, retry_initial_delay_ms,
-             retry_factor, retry_max_delay_ms, labels, trace_parent)
+             retry_factor, retry_max_delay_ms, labels, trace_parent, rate_limit_key, rate_limit,
+             rate_period_ms)
     ), t as (
       insert into tasks (id, owner, kind, input, ttl_ms, created_at, last_updated_at, expires_at,
                          poll_interval_ms, max_attempts, timeout_ms, run_at, priority,
                          concurrency_key, concurrency_limit, retry_initial_delay_ms, retry_factor,
-                         retry_max_delay_ms, labels, trace_parent, parent_id)
+                         retry_max_delay_ms, labels, trace_parent, parent_id, rate_limit_key,
+                         rate_limit, rate_period_ms)
       select c.id, c.owner, c.kind, c.input,
              greatest(1, (extract(epoch from c.expires_at - p.at) * 1000)::int),
              p.at, p.at, c.expires_at, c.poll_interval_ms, c.max_attempts, c.timeout_ms, p.at,
              c.priority, c.concurrency_key, c.concurrency_limit, c.retry_initial_delay_ms,
-             c.retry_factor, c.retry_max_delay_ms, c.labels, c.trace_parent, p.id
+             c.retry_factor, c.retry_max_delay_ms, c.labels, c.trace_parent, p.id,
+             c.rate_limit_key, c.rate_limit, c.rate_period_ms
       from c, p
       returning *
     ), l as (

@@ -98,3 +98,40 @@ describe('MCP _meta names the parent of a child task (DESIGN §16)', () => {
     expect(v2._meta).toMatchObject({ 'taskhandle/parentId': parentId });
   });
 });
+
+describe('MCP _meta says why a held task waits (DESIGN §17)', () => {
+  it('taskhandle/heldBecause, taskhandle/rateLimit and taskhandle/rateLimitKey on tasks/get', async () => {
+    const start = async () =>
+      (
+        await t.gql(
+          `mutation { startTask(input: { kind: "hold", rateLimitKey: "mcp-key",
+              rateLimit: { limit: 1, periodMs: 3600000 } }) { id } }`,
+          {},
+          alice,
+        )
+      ).data.startTask.id as string;
+    const running = await start();
+    const held = await start();
+    await eventually(async () =>
+      (await t.app.tasks.get({ id: 'alice', admin: false }, held))?.heldBecause === 'rate_limit'
+        ? true
+        : undefined,
+    );
+    const mcp = await connectMcp(t.url, alice);
+    try {
+      const got = await mcp.client.request(
+        { method: 'tasks/get', params: { taskId: held } },
+        GetTaskResultSchema,
+      );
+      expect(got._meta).toMatchObject({
+        'taskhandle/heldBecause': 'rate_limit',
+        'taskhandle/rateLimit': { limit: 1, periodMs: 3_600_000 },
+        'taskhandle/rateLimitKey': 'mcp-key',
+      });
+      expect(got.statusMessage).toMatch(/^Rate limited: next start at /);
+    } finally {
+      await mcp.close();
+      for (const id of [running, held]) await t.app.tasks.cancel({ id: 'alice', admin: false }, id);
+    }
+  });
+});

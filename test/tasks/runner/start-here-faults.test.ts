@@ -63,9 +63,22 @@ describe.skipIf(backend === 'pglite')('a start that is its own claim, its answer
   });
 
   it('runs at once, not after its lease lapses', { timeout: 90_000 }, async () => {
-    // A first start: the slot and the pool are warm, and the runner knows no task is waiting.
+    // A first start, run to its end: the slot and the pool are warm, and the runner knows no
+    // task is waiting (a start that came while the runner's first claim was still out is
+    // claimed by the next one, and a claim cut short by a try below would leave it waiting).
     const first = await graphql(START_HANDLE, { input: { kind: 'sleep', input: { ms: 0 } } });
     expect(first.errors).toBeUndefined();
+    const warm = await onTaskChange(
+      direct,
+      async () => {
+        const { rows } = await direct.query('select status from tasks where id = $1', [
+          first.data.startTask.id,
+        ]);
+        return rows[0]?.status === 'completed' ? true : undefined;
+      },
+      30_000,
+    );
+    expect(warm).toBe(true);
     const { input, row } = await startLosingTheAnswer();
 
     // The task runs, on its first counted attempt, long before LEASE_MS.
