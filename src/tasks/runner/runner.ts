@@ -96,6 +96,11 @@ const DEFAULT_RETENTION: RetentionPolicy = {
 export class Runner implements ReservedSlots, TaskHost {
   /** Every task this process holds, running or waiting for input, by id. */
   private readonly tasks = new Map<string, RunningTask>();
+  /**
+   * The held tasks that take a slot: running, not waiting for input, not returned. Kept as they
+   * change rather than counted, since every freed slot asks how many are taken.
+   */
+  private readonly busy = new Set<RunningTask>();
   private readonly waker = new ClaimWaker(() => this.claimLoop());
   private stopping = false;
   private backstopTimer: NodeJS.Timeout | undefined;
@@ -201,13 +206,20 @@ export class Runner implements ReservedSlots, TaskHost {
   }
 
   /** A running task gave up its slot (`TaskHost`): queued tasks take it, then a claim may. */
-  slotFreed(_task: RunningTask, returned: boolean): void {
+  slotFreed(task: RunningTask, returned: boolean): void {
+    this.busy.delete(task);
     this.startQueued();
     if (!this.stopping) this.waker.slotFreed(returned);
   }
 
+  /** A task waiting for input resumed (`TaskHost`): it takes a slot again. */
+  slotTaken(task: RunningTask): void {
+    if (task.busy) this.busy.add(task);
+  }
+
   /** A task's handler is done and the task lets go of everything (`TaskHost`). */
   ended(task: RunningTask): void {
+    this.busy.delete(task);
     if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
     if (task.keyed && !this.stopping) this.waker.keySlotFreed();
   }
@@ -219,9 +231,7 @@ export class Runner implements ReservedSlots, TaskHost {
 
   /** Handlers running now, or promised a slot: held tasks not waiting for input nor returned. */
   private get active(): number {
-    let active = this.reservations.count;
-    for (const task of this.tasks.values()) if (task.busy) active++;
-    return active;
+    return this.reservations.count + this.busy.size;
   }
 
   /** Starts queued tasks while slots are free. */
@@ -299,6 +309,7 @@ export class Runner implements ReservedSlots, TaskHost {
     recordClaim(row, this.options.workerId, claimedAt);
     const task = new RunningTask(row, this.options.workerId, leaseFrom, this.taskOptions);
     this.tasks.set(row.id, task);
+    this.busy.add(task);
     task.start(kind);
   }
 

@@ -41,6 +41,8 @@ export interface RunningTaskOptions {
 export interface TaskHost {
   /** The task stopped taking a slot: its handler returned (`true`), or it waits for input. */
   slotFreed(task: RunningTask, returned: boolean): void;
+  /** The task takes a slot again: its owner's input came and its handler resumes. */
+  slotTaken(task: RunningTask): void;
   /** The handler is done and everything the task held is let go. */
   ended(task: RunningTask): void;
   /** The task is due again at `at` (epoch ms): a failed attempt was rescheduled. */
@@ -163,7 +165,10 @@ export class RunningTask {
       this.abort('lease-lost');
       return;
     }
-    if (this.input.resumeOn(row)) this.timeout.start();
+    if (this.input.resumeOn(row)) {
+      this.timeout.start();
+      this.options.host.slotTaken(this);
+    }
   }
 
   private async run(kind: TaskKind<any, any>): Promise<void> {
