@@ -107,7 +107,7 @@ const OUR_ENV: Record<string, string> = {
   ...(JSON.parse(process.env.BENCH_DRAIN_ENV ?? '{}') as Record<string, string>),
 };
 
-async function drainOurs(): Promise<Drained> {
+export async function drainOurs(): Promise<Drained> {
   await truncate();
   await pool.query('vacuum analyze tasks');
   const worker = await server('drain-worker', OUR_ENV);
