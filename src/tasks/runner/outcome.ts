@@ -5,6 +5,7 @@ import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import type { TaskEvents } from '../events/hub.js';
 import { completeTask, failTask, type Lease, retryOrFail } from '../sql/leases.js';
+import type { WrittenOutcome } from '../sql/outcomes.js';
 import type { TaskFailure } from '../status.js';
 import { OutcomeWriter, writtenHere } from './outcome-writer.js';
 
@@ -116,7 +117,8 @@ export class OutcomeRecorder {
   /**
    * Ends a failed attempt: the task is retried after `delayMs` while attempts and time remain,
    * else failed (see `retryOrFail`). Never throws.
-   * @returns the row as written; `undefined` when nothing was (a lost lease, a cancel)
+   * @returns the row as written (or its summary); `undefined` when nothing was (a lost lease,
+   *   a cancel)
    */
   async endAttempt(
     id: string,
@@ -124,7 +126,7 @@ export class OutcomeRecorder {
     failure: TaskFailure,
     delayMs: number,
     log: Logger,
-  ): Promise<TaskRow | undefined> {
+  ): Promise<WrittenOutcome | undefined> {
     return this.batchedElseAlone(
       () => this.writer.retryOrFail(id, lease, failure, delayMs),
       () => this.alone(id, () => retryOrFail(this.db, id, lease, failure, delayMs)),
@@ -146,11 +148,11 @@ export class OutcomeRecorder {
 
   /** Writes a failure in the batch, or alone if the batch was refused; never throws. */
   private async batchedElseAlone(
-    batched: () => Promise<TaskRow | undefined>,
-    alone: () => Promise<TaskRow | undefined>,
+    batched: () => Promise<WrittenOutcome | undefined>,
+    alone: () => Promise<WrittenOutcome | undefined>,
     log: Logger,
-  ): Promise<TaskRow | undefined> {
-    let row: TaskRow | undefined;
+  ): Promise<WrittenOutcome | undefined> {
+    let row: WrittenOutcome | undefined;
     try {
       await this.retry(async () => {
         row = await batched();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TaskRow } from '../../../src/db/types.js';
 import { defineTaskKind } from '../../../src/tasks/kinds.js';
 import { OutcomeWriter } from '../../../src/tasks/runner/outcome-writer.js';
 import { findStoredTask } from '../../../src/tasks/sql/find.js';
@@ -76,6 +77,54 @@ describe('OutcomeWriter', () => {
     for (const off of unwatch) off();
   });
 
+  it('reads back only the summary of a task nobody here watches; a watched one comes whole to its watcher', async () => {
+    const ids = [await start(), await start()];
+    const claimed = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 2, 60_000);
+    const [watched, unwatched] = ids.map((id) => claimed.find((r) => r.id === id)!);
+    const seen: TaskRow[] = [];
+    const unwatch = t.app.events.watch(watched!.id, (row) => {
+      if (row) seen.push(row);
+    });
+
+    const writer = new OutcomeWriter(t.app.db.kysely, t.app.events);
+    const lease = (row: TaskRow) => ({ workerId: 'test-worker', attempt: row.attempt });
+    const [whole, summary] = await Promise.all([
+      writer.complete(watched!.id, lease(watched!), { n: 1 }),
+      writer.complete(unwatched!.id, lease(unwatched!), { n: 2 }),
+    ]);
+    // Handed to the watcher as the statement returns, before any NOTIFY is read.
+    expect(seen).toEqual([whole]);
+    expect(whole).toEqual(await findStoredTask(t.app.db.kysely, watched!.id));
+    expect(whole).toMatchObject({ status: 'completed', result: { n: 1 }, owner: 'alice' });
+    expect(summary).toEqual({
+      id: unwatched!.id,
+      version: unwatched!.version + 1,
+      status: 'completed',
+      run_at: unwatched!.run_at,
+      summary: true,
+    });
+    unwatch();
+  });
+
+  it("reads a summary's task for a watcher that came while its statement was out", async () => {
+    const id = await start();
+    const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
+    const writer = new OutcomeWriter(t.app.db.kysely, t.app.events);
+    const written = writer.complete(id, { workerId: 'test-worker', attempt: row!.attempt }, 7);
+    // The writer builds its statement on the next tick, the task unwatched; a watcher arrives
+    // once it is on its way.
+    await new Promise((resolve) => process.nextTick(resolve));
+    const seen: TaskRow[] = [];
+    const unwatch = t.app.events.watch(id, (changed) => {
+      if (changed) seen.push(changed);
+    });
+    expect(await written).toMatchObject({ summary: true, status: 'completed' });
+    await eventually(async () => (seen.length > 0 ? true : undefined));
+    expect(seen).toEqual([await findStoredTask(t.app.db.kysely, id)]);
+    expect(seen[0]).toMatchObject({ status: 'completed', result: 7 });
+    unwatch();
+  });
+
   it('refuses a result JSON cannot carry without writing anything', async () => {
     const id = await start();
     const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
@@ -126,7 +175,9 @@ describe('OutcomeWriter', () => {
       version: c!.version + 1,
     });
     expect(retried!.run_at.getTime()).toBeGreaterThanOrEqual(before + 59_000);
-    expect(retried!.status_message).toMatch(/^Attempt 1 of 3 failed \(BOOM\); the next runs at /);
+    expect((retried as TaskRow).status_message).toMatch(
+      /^Attempt 1 of 3 failed \(BOOM\); the next runs at /,
+    );
     expect(refused).toBeUndefined();
     expect(await findStoredTask(t.app.db.kysely, d!.id)).toMatchObject({
       status: 'working',
