@@ -31,16 +31,16 @@ export const notifyReady = sql`pg_notify(${READY_CHANNEL}, t.kind)`;
 
 /**
  * A changed row without the columns its statement added: `notified`/`ready` for pg_notify,
- * `deliveries`/`delivery_due` for a webhook attached in the same statement. They are the last
- * columns of their statements and are deleted last first, which keeps the row a fast object
- * (V8 undoes the last property added) without copying its forty other fields.
+ * `deliveries`/`delivery_due` for a webhook attached in the same statement.
  */
 export function withoutNotifyColumns(row: TaskRow | undefined): TaskRow | undefined {
   if (!row) return undefined;
-  const added = row as TaskRow & Partial<Record<(typeof ADDED)[number], unknown>>;
-  for (let i = ADDED.length - 1; i >= 0; i--) if (ADDED[i]! in added) delete added[ADDED[i]!];
-  return row;
+  const {
+    notified: _n,
+    ready: _r,
+    deliveries: _d,
+    delivery_due: _due,
+    ...rest
+  } = row as TaskRow & Record<string, unknown>;
+  return rest as TaskRow;
 }
-
-/** The columns statements add after a task's own, in the order they add them. */
-const ADDED = ['notified', 'ready', 'deliveries', 'delivery_due'] as const;

@@ -59,9 +59,11 @@ export async function claimWork(
     ) n`.execute(db);
   const nextDue = result.rows[0]?.next_due ?? null;
   const rows: TaskRow[] = [];
-  // `next_due` is the last column: deleting it keeps the row a fast object, with no copy.
-  for (const row of result.rows as Array<TaskRow & { next_due?: Date | null }>) {
-    delete row.next_due;
+  // Cleared rather than deleted or copied away: a deleted property turns each row into a
+  // dictionary (3 KB a row, the most any line of the worker allocated in the drain benchmark),
+  // and a copy of forty fields costs nearly as much.
+  for (const row of result.rows as Array<TaskRow & { next_due?: Date | null | undefined }>) {
+    row.next_due = undefined;
     if (row.id) rows.push(row);
   }
   return { rows, nextDue };

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { prepared } from '../../db/pg-pool.js';
 import type { Executor, TaskRow } from '../../db/types.js';
 import type { TaskFailure } from '../status.js';
-import { jsonText, notifyChanged, READY_CHANNEL, withoutNotifyColumns } from './common.js';
+import { jsonText, notifyChanged, READY_CHANNEL } from './common.js';
 import type { Lease } from './leases.js';
 
 /**
@@ -51,7 +51,7 @@ export async function recordOutcomes(
   const again = sql`(c.ending = 'retry' and t.attempt < t.max_attempts
     and now() + c.delay_ms * interval '1 millisecond' < t.expires_at)`;
   const at = sql`now() + c.delay_ms * interval '1 millisecond'`;
-  const result = await sql<TaskRow & { again: boolean }>`${prepared}
+  const result = await sql<TaskRow & { again: boolean; whole: boolean }>`${prepared}
     with t as (
       update tasks t set
         status = case when ${isComplete} then 'completed' when ${again} then 'working' else 'failed' end,
@@ -79,32 +79,29 @@ export async function recordOutcomes(
       where t.id = c.id and t.worker_id = c.worker_id and t.attempt = c.attempt
         and t.status = 'working' and t.expires_at > now()
       returning t.*, c.ending = 'retry' and t.status = 'working' as again, c.whole
+    ), announced as (
+      select ${notifyChanged}, case when t.again then pg_notify(${READY_CHANNEL}, t.kind) end
+      from t
     )
     -- The whole row where asked (f), else nulls but for the summary's columns, which come
-    -- after f's under the same names and so are the ones read.
-    select f.*, t.id, t.version, t.status, t.run_at, t.again, t.whole,
-      ${notifyChanged} as notified,
-      case when t.again then pg_notify(${READY_CHANNEL}, t.kind) end as ready
-    from t left join lateral (select t.* where t.whole) f on true`.execute(db);
-  // The columns after the task's own are deleted last first: the row stays a fast object (see
-  // `withoutNotifyColumns`).
+    -- after f's under the same names and so are the ones read. The notifications are sent
+    -- by the condition (evaluated once), so that no column of theirs comes back.
+    select f.*, t.id, t.version, t.status, t.run_at, t.whole
+    from t left join lateral (select t.* where t.whole) f on true
+    where (select count(*) from announced) >= 0`.execute(db);
   const rows: WrittenOutcome[] = [];
-  for (const row of result.rows as Array<TaskRow & { again?: boolean; whole?: boolean }>) {
-    withoutNotifyColumns(row);
-    const { whole } = row;
-    delete row.whole;
-    delete row.again;
-    rows.push(
-      whole
-        ? row
-        : {
-            id: row.id,
-            version: row.version,
-            status: row.status,
-            run_at: row.run_at,
-            summary: true,
-          },
-    );
+  for (const row of result.rows) {
+    if (row.whole) {
+      const { again: _again, whole: _whole, ...task } = row;
+      rows.push(task);
+    } else
+      rows.push({
+        id: row.id,
+        version: row.version,
+        status: row.status,
+        run_at: row.run_at,
+        summary: true,
+      });
   }
   return rows;
 }
