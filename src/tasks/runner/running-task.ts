@@ -15,7 +15,7 @@ import { SignalUrls } from '../steps/signal-urls.js';
 import type { Suspension } from '../steps/waits.js';
 import { type AbortCause, HandlerAbort, TaskAbortedError } from './aborted.js';
 import { InputWait } from './input-wait.js';
-import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
+import { failureOf, logFailure, type OutcomeRecorder, type TaskLog } from './outcome.js';
 import { taskContext } from './task-context.js';
 import { TaskTimeout } from './task-timeout.js';
 import { attemptSpan } from './trace.js';
@@ -220,7 +220,7 @@ export class RunningTask {
     });
     let taskLog: Logger | undefined;
     /** The task's own logger, made when there is something to say. */
-    const logger = () => {
+    const logger: TaskLog = () => {
       taskLog ??= log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
       return taskLog;
     };
@@ -247,14 +247,13 @@ export class RunningTask {
         this.abort('suspended');
         const { wakeAt } = ran.suspended;
         if (wakeAt) this.options.host.dueAt(wakeAt.getTime());
-      } else if (!stopped.aborted) await outcomes.complete(row.id, lease, ran.result, logger());
+      } else if (!stopped.aborted) await outcomes.complete(row.id, lease, ran.result, logger);
     } catch (thrown) {
       if (!stopped.aborted) {
         failed = true;
         const err = coerceError(thrown);
         const failure = failureOf(err);
-        const taskLog = logger();
-        logFailure(taskLog, err, failure);
+        logFailure(logger(), err, failure);
         spanFailed(attempt.span, err, failure.code);
         // A TaskFailedError is the handler saying the failure is final; anything else ends
         // this attempt only.
@@ -264,8 +263,8 @@ export class RunningTask {
           err.name === 'TaskFailedError' ||
           err instanceof ChildTaskError
         )
-          await outcomes.fail(row.id, lease, failure, taskLog);
-        else await this.endAttempt(failure, taskLog);
+          await outcomes.fail(row.id, lease, failure, logger);
+        else await this.endAttempt(failure, logger);
       }
     } finally {
       const reason = stopped.reason;
@@ -295,7 +294,7 @@ export class RunningTask {
   }
 
   /** Records a failed attempt: retried with backoff while the policy allows, else failed. */
-  private async endAttempt(failure: TaskFailure, log: Logger): Promise<void> {
+  private async endAttempt(failure: TaskFailure, log: TaskLog): Promise<void> {
     const { row } = this;
     const delayMs = backoffMs(
       {
@@ -322,6 +321,6 @@ export class RunningTask {
       message: `The task ran longer than its ${this.row.timeout_ms} ms limit.`,
     };
     this.abort('timeout');
-    void this.endAttempt(failure, this.options.log.child({ taskId: this.row.id }));
+    void this.endAttempt(failure, () => this.options.log.child({ taskId: this.row.id }));
   }
 }
