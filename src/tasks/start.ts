@@ -6,6 +6,7 @@ import { type KindRegistry, validateAgainst } from './kinds.js';
 import { resolveManagedWork } from './managed.js';
 import { type Actor, MAX_BATCH_SIZE, type RetentionPolicy, type StartRequest } from './requests.js';
 import { type InsertLease, type InsertOutcome, insertTask, type NewTask } from './sql/insert.js';
+import { insertTasks } from './sql/insert-many.js';
 import { type Task, toTask } from './task.js';
 import { checkIdempotencyKey, checkLabels, checkPayload } from './validation.js';
 import { attachedAtStart, type NewWebhook } from './webhooks/store.js';
@@ -126,7 +127,11 @@ export function answerStart(outcome: InsertOutcome): StoredStart {
 
 /**
  * Starts up to MAX_BATCH_SIZE tasks in one transaction: every entry is checked before any
- * is stored, and a refused entry (named by its 0-based index) stores nothing.
+ * is stored, and a refused entry (named by its 0-based index) stores nothing. The entries are
+ * stored in order, as many at a time as one statement can (`insertTasks`): a run of entries
+ * without a webhook goes in one statement; an entry with one, or one whose idempotency key
+ * found a task already stored, is settled alone (`writeStart`), so that each answers exactly as
+ * it would have in a batch of one, in its place.
  */
 export async function startBatch(
   db: Executor,
@@ -144,8 +149,30 @@ export async function startBatch(
   );
   return db.transaction().execute(async (trx) => {
     const tasks: Task[] = [];
-    for (const [index, entry] of prepared.entries())
-      tasks.push((await atEntry(index, () => storeStart(trx, entry))).task);
+    for (let from = 0; from < prepared.length; ) {
+      if (prepared[from]!.webhook) {
+        tasks.push((await atEntry(from, () => storeStart(trx, prepared[from]!))).task);
+        from++;
+        continue;
+      }
+      let to = from;
+      while (to < prepared.length && !prepared[to]!.webhook) to++;
+      const run = prepared.slice(from, to);
+      const stored = await insertTasks(
+        trx,
+        actor.id,
+        run.map((entry) => entry.task),
+      );
+      for (const [offset, entry] of run.entries()) {
+        const row = stored.get(entry.task.id);
+        tasks.push(
+          row
+            ? answerStart({ created: true, row }).task
+            : (await atEntry(from + offset, () => storeStart(trx, entry))).task,
+        );
+      }
+      from = to;
+    }
     return tasks;
   });
 }
