@@ -61,17 +61,23 @@ async function shape(id: string) {
 }
 
 describe('startTasks, stored in one statement', () => {
-  it('stores each entry as startTask stores it alone', async () => {
-    const batch = await t.app.tasks.startMany(actor('batch-owner'), REQUESTS);
-    const alone = [];
-    for (const request of REQUESTS)
-      alone.push((await t.app.tasks.start(actor('alone-owner'), request)).task);
-    expect(batch.map((task) => task.input)).toEqual(alone.map((task) => task.input));
-    for (const [i, task] of batch.entries()) {
-      expect(await shape(task.id), `entry ${i}`).toEqual(await shape(alone[i]!.id));
-      expect(task).toEqual({ ...alone[i], ...apart(task) });
-    }
-  });
+  // With a key, the batch is a transaction (an entry may be settled alone); without keys or
+  // webhooks, it is the one statement.
+  for (const [path, requests] of [
+    ['in a transaction', REQUESTS],
+    ['as one statement', REQUESTS.filter((request) => !request.idempotencyKey)],
+  ] as const)
+    it(`stores each entry as startTask stores it alone (${path})`, async () => {
+      const batch = await t.app.tasks.startMany(actor(`batch ${path}`), requests);
+      const alone = [];
+      for (const request of requests)
+        alone.push((await t.app.tasks.start(actor(`alone ${path}`), request)).task);
+      expect(batch.map((task) => task.input)).toEqual(alone.map((task) => task.input));
+      for (const [i, task] of batch.entries()) {
+        expect(await shape(task.id), `entry ${i}`).toEqual(await shape(alone[i]!.id));
+        expect(task).toEqual({ ...alone[i], ...apart(task) });
+      }
+    });
 
   it('keeps its entries in order, each with or without its webhook, and each key to one task', async () => {
     const requests: StartRequest[] = [

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { prepared } from '../../db/pg-pool.js';
 import type { Executor, TaskRow } from '../../db/types.js';
-import { jsonText, notifyChanged, notifyReady, withoutNotifyColumns } from './common.js';
+import { jsonText, notifyChanged, notifyReady } from './common.js';
 import type { NewTask } from './insert.js';
 
 /**
@@ -58,9 +58,12 @@ export async function insertTasks(
       -- the label rows a label filter walks (migrations/0005_labels.sql)
       insert into task_labels (owner, key, value, created_at, task_id)
       select t.owner, e.key, e.value, t.created_at, t.id from t, jsonb_each_text(t.labels) e
+    ), announced as (
+      select ${notifyChanged}, ${notifyReady} from t
     )
-    select t.*, ${notifyChanged} as notified, ${notifyReady} as ready from t`.execute(db);
+    -- notified by the condition (evaluated once), so that the rows are the tasks' own
+    select t.* from t where (select count(*) from announced) >= 0`.execute(db);
   const rows = new Map<string, TaskRow>();
-  for (const row of result.rows) rows.set(row.id, withoutNotifyColumns(row)!);
+  for (const row of result.rows) rows.set(row.id, row);
   return rows;
 }
