@@ -13,7 +13,7 @@ export const INSERT_SQL = `
     select $1::uuid, $2, $3, $4::jsonb, $5::int, c.at, c.at, c.at + $5::int * interval '1 millisecond',
            $6::int, null, $7::int, $8::int
     from (select date_trunc('milliseconds', now()) as at) c
-    on conflict (owner, idempotency_key) do nothing
+    on conflict (owner, idempotency_key) where idempotency_key is not null do nothing
     returning *
   )
   select t.*, pg_notify('taskhandle_ready', t.kind) as notified from t`;
@@ -28,7 +28,7 @@ export const INSERT_MANY_SQL = `
     from unnest($1::uuid[], $3::text[], $4::jsonb[]) with ordinality as r(id, kind, input, n),
          (select date_trunc('milliseconds', now()) as at) c
     order by r.n
-    on conflict (owner, idempotency_key) do nothing
+    on conflict (owner, idempotency_key) where idempotency_key is not null do nothing
     returning *
   )
   select t.*, pg_notify('taskhandle_ready', t.kind) as notified from t`;

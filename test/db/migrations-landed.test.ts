@@ -19,6 +19,7 @@ const LANDED: Readonly<Record<string, string>> = {
   '0008_steps.sql': 'd21722fecfea6a836c823dce6565b0b620c901996aea11a1daab181559cd8cf7',
   '0009_schedules.sql': '36566af3d185c0783fb7378b212f15533c049677ff67b86814c8e28bd78ef98e',
   '0011_a2a_config_ids.sql': '1871270cd1d4eedaea14aa288b24a1af27eb79a9b56e6d09e7d53d9c5926a613',
+  '0014_accept_path.sql': 'd34859ad8ab3263e321e11527d4d5e2319cfe74b07278f9564c66d8211ae8720',
 };
 
 const DIR = new URL('../../migrations/', import.meta.url);

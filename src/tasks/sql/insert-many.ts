@@ -52,7 +52,7 @@ export async function insertTasks(
              r.labels, r.retry_of, r.trace_parent, r.schedule_key
       -- in the order given: of two tasks with one key, the first is stored
       from r, c order by r.n
-      on conflict (owner, idempotency_key) do nothing
+      on conflict (owner, idempotency_key) where idempotency_key is not null do nothing
       returning *
     ), l as (
       -- the label rows a label filter walks (migrations/0005_labels.sql)

@@ -79,7 +79,7 @@ export async function insertTask(
         -- millisecond precision: cursors and expiresAt round-trip through JS Dates exactly
         from (select date_trunc('milliseconds', now()) as at,
                      date_trunc('milliseconds', ${task.runAt}::timestamptz) as run_at) c
-        on conflict (owner, idempotency_key) do nothing
+        on conflict (owner, idempotency_key) where idempotency_key is not null do nothing
         returning *
       ), l as (
         -- the label rows a label filter walks (migrations/0005_labels.sql)
