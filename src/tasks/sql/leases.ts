@@ -82,7 +82,10 @@ export async function claimTasks(
 
 /**
  * Fails tasks whose lease lapsed after their last allowed attempt (WORKER_LOST). Unleased
- * tasks waiting for a person are left alone: nobody is running them.
+ * tasks waiting for a person are left alone: nobody is running them. A leased task waits for
+ * nothing (`hold is null`): saying so lets this backstop, which every worker runs every two
+ * seconds, walk the index of ready work (tasks_ready) instead of the whole table. A lapsed task
+ * a claim held back by its key is failed once the key lets it go again.
  */
 export async function failLostTasks(db: Executor, limit = 100): Promise<TaskRow[]> {
   const failure: TaskFailure = {
@@ -97,7 +100,8 @@ export async function failLostTasks(db: Executor, limit = 100): Promise<TaskRow[
           worker_id = null, lease_expires_at = null, input_request = null, input_requests = null
       from (
         select id from tasks
-        where status = 'working' and lease_expires_at < now() and attempt >= max_attempts and expires_at > now()
+        where status = 'working' and hold is null and lease_expires_at < now()
+          and attempt >= max_attempts and expires_at > now()
         limit ${limit}::int
         for update skip locked
       ) c
