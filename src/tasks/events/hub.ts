@@ -118,9 +118,13 @@ export class TaskEvents {
     this.rows.changed(id, version);
   }
 
-  /** True while task `id` has a watcher in this process (a write should return its whole row). */
-  watching(id: string): boolean {
-    return this.watched.has(id);
+  /**
+   * True when a write of task `id` should return its whole row: the task has a watcher in this
+   * process, or its row is in the cache (read or written here lately: a start in a ROLE=all
+   * process, whose subscriber and polls follow, are then served the outcome without a query).
+   */
+  wantsRow(id: string): boolean {
+    return this.watched.has(id) || this.rows.has(id);
   }
 
   /**

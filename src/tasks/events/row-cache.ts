@@ -159,6 +159,11 @@ export class RowCache {
     return this.rows.size;
   }
 
+  /** True while a row of task `id` is kept (of any version). */
+  has(id: string): boolean {
+    return this.rows.has(id);
+  }
+
   private keep(row: TaskRow): void {
     if (this.maxRows === 0 || (!this.live && !final(row))) return;
     const cached = this.rows.get(row.id);

@@ -22,7 +22,7 @@ interface Pending {
  * statement is in flight go together in the next one. No added delay at low load; at high
  * load, one commit for many tasks (see `recordOutcomes`). The rows written go to this
  * process's watchers at once (`TaskEvents.written`), before their NOTIFY comes back; a task
- * nobody here watches comes back as its summary (`WrittenOutcome`).
+ * this process neither watches nor keeps comes back as its summary (`WrittenOutcome`).
  */
 export class OutcomeWriter {
   private queue: Pending[] = [];
@@ -84,13 +84,13 @@ export class OutcomeWriter {
         const written = await writtenHere(
           this.events,
           batch.map((p) => p.outcome.id),
-          // Whole rows only for the tasks someone here watches (a subscriber of a ROLE=all
-          // process); the task's own handler stopped watching it when it returned.
+          // Whole rows only for the tasks this process watches or keeps (see `wantsRow`); the
+          // task's own handler stopped watching it when it returned.
           () =>
             recordOutcomes(
               this.db,
               batch.map((p) => p.outcome),
-              (id) => this.events?.watching(id) ?? true,
+              (id) => this.events?.wantsRow(id) ?? true,
             ),
         );
         const rows = new Map(written.map((row) => [row.id, row]));

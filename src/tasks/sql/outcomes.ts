@@ -35,7 +35,7 @@ export type Outcome =
  * is the same for any number of outcomes (one array a column), so each connection prepares it
  * once: parsing and planning it cost Postgres more than running it.
  *
- * Only the rows `whole` asks for come back whole (a watcher here waits for them); the others
+ * Only the rows `whole` asks for come back whole (a watcher or the row cache wants them); the others
  * come back as their summary, since reading forty columns, five timestamps and three JSON
  * values of every task a worker finishes cost it a tenth of its CPU in the drain benchmark.
  * @returns the rows written; an outcome whose lease no longer holds has none

@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskRow } from '../../../src/db/types.js';
 import { defineTaskKind } from '../../../src/tasks/kinds.js';
 import { OutcomeWriter } from '../../../src/tasks/runner/outcome-writer.js';
 import { findStoredTask } from '../../../src/tasks/sql/find.js';
+import { insertTask } from '../../../src/tasks/sql/insert.js';
 import { claimTasks } from '../../../src/tasks/sql/leases.js';
 import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
 
@@ -23,6 +25,27 @@ beforeAll(async () => {
   alice = await t.token('alice');
 });
 afterAll(() => t?.stop());
+
+/** A task stored as another process would store it: this app's row cache has never seen it. */
+async function startElsewhere(): Promise<string> {
+  const id = randomUUID();
+  await insertTask(t.app.db.kysely, {
+    id,
+    owner: 'alice',
+    kind: 'manual',
+    input: {},
+    ttlMs: 3_600_000,
+    pollIntervalMs: 1_000,
+    timeoutMs: 60_000,
+    idempotencyKey: null,
+    runAt: null,
+    priority: 0,
+    concurrencyKey: null,
+    concurrencyLimit: null,
+    retry: { maxAttempts: 3, initialDelayMs: 1_000, factor: 2, maxDelayMs: 60_000 },
+  });
+  return id;
+}
 
 async function start(): Promise<string> {
   const response = await t.gql(
@@ -77,8 +100,8 @@ describe('OutcomeWriter', () => {
     for (const off of unwatch) off();
   });
 
-  it('reads back only the summary of a task nobody here watches; a watched one comes whole to its watcher', async () => {
-    const ids = [await start(), await start()];
+  it('reads back only the summary of a task nobody here watches or keeps; a watched one comes whole to its watcher', async () => {
+    const ids = [await start(), await startElsewhere()];
     const claimed = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 2, 60_000);
     const [watched, unwatched] = ids.map((id) => claimed.find((r) => r.id === id)!);
     const seen: TaskRow[] = [];
@@ -106,8 +129,19 @@ describe('OutcomeWriter', () => {
     unwatch();
   });
 
+  it('reads back whole a task whose row this process keeps, and keeps it: the next read costs no query', async () => {
+    const id = await start(); // through this app: its row is kept
+    const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
+    const writer = new OutcomeWriter(t.app.db.kysely, t.app.events);
+    const whole = await writer.complete(id, { workerId: 'test-worker', attempt: row!.attempt }, 5);
+    expect(whole).toMatchObject({ id, status: 'completed', result: 5, owner: 'alice' });
+    const { misses } = t.app.events.cacheStats;
+    expect(await t.app.events.read(id)).toEqual(whole);
+    expect(t.app.events.cacheStats.misses).toBe(misses);
+  });
+
   it("reads a summary's task for a watcher that came while its statement was out", async () => {
-    const id = await start();
+    const id = await startElsewhere();
     const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
     const writer = new OutcomeWriter(t.app.db.kysely, t.app.events);
     const written = writer.complete(id, { workerId: 'test-worker', attempt: row!.attempt }, 7);
