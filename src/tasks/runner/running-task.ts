@@ -58,6 +58,8 @@ export interface TaskHost {
  */
 export class RunningTask {
   readonly lease: Lease;
+  /** When the task was given its slot (performance.now()). */
+  readonly startedAt = performance.now();
   /** Settles once the handler is done and its outcome recorded; never rejects. */
   done: Promise<void> = Promise.resolve();
   private row: TaskRow;
