@@ -113,7 +113,7 @@ async function acceptOld(db: Kysely<Database>, n: number): Promise<number> {
                c.at, c.at, c.at + ${3_600_000}::int * interval '1 millisecond', ${1_000}::int,
                ${null}, ${3}::int, ${60_000}::int
         from (select date_trunc('milliseconds', now()) as at) c
-        on conflict (owner, idempotency_key) do nothing
+        on conflict (owner, idempotency_key) where idempotency_key is not null do nothing
         returning *
       )
       select t.*, ${notifyChanged} as notified, ${notifyReady} as ready from t`.execute(db);

@@ -4,7 +4,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres); works in a database of its own,
  * `taskhandle_bench`, dropped and made anew. All load goes to 127.0.0.1, bounded in time.
  * BENCH_PROFILE=1 writes `--cpu-prof` profiles of the servers to bench/profiles/.
- * BENCH_ONLY=accept,poll,event,drain,fairness,fanout,mcp,webhooks,deliveries,scaling,notify,pooler,tracing,steps,sleepers,children,schedules runs a subset (RESULTS.md is written only for a full run).
+ * BENCH_ONLY=accept,batch,poll,event,drain,fairness,fanout,mcp,webhooks,deliveries,scaling,notify,pooler,tracing,steps,sleepers,children,schedules runs a subset (RESULTS.md is written only for a full run).
  * BENCH_WEBHOOK_PAIRS=n and BENCH_WEBHOOK_WARMUP=n set the webhooks row's sets of rounds (3) and the
  * tasks each round runs before it measures (1 000).
  * BENCH_SUBSCRIBERS=n changes the fan-out's size; BENCH_HEAP=/some/file writes heap snapshots of
@@ -15,6 +15,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
 import { mintToken } from '../src/auth/mint.js';
 import { accept, poll } from './accept-poll.js';
+import { batchAccept } from './batch-accept.js';
 import {
   agent,
   DURATION_MS,
@@ -80,6 +81,7 @@ async function main(): Promise<void> {
     '',
   ];
   if (runs('accept')) await accept(token);
+  if (runs('batch')) await batchAccept(token);
   if (runs('poll')) await poll(token);
   if (runs('event')) await event(token);
   if (runs('drain')) await drain();

@@ -1,10 +1,9 @@
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { writeHeapSnapshot } from 'node:v8';
 import { loadConfig } from '../src/config/config.js';
 import { createLogger } from '../src/log.js';
 import { defineTaskKind } from '../src/tasks/kinds.js';
 import { startTracing } from '../src/tracing/start.js';
+import { answerProfileRequests } from './window-profile.js';
 
 /**
  * The server under benchmark: what `src/main.ts` builds, from the same environment, plus a
@@ -41,25 +40,12 @@ function memory() {
   return { rss, heapUsed, external, arrayBuffers };
 }
 
-// A CPU profile of a window the harness chooses (BENCH_PROFILE=1): the fan-out's delivery, say.
-let inspector: Session | undefined;
+// A CPU profile of a window the harness chooses: the fan-out's delivery, say.
+answerProfileRequests();
 
 process.on('message', async (message: { type: string; file?: string }) => {
   if (message.type === 'memory') process.send!({ type: 'memory', ...memory() });
   if (message.type === 'cpu') process.send!({ type: 'cpu', ...process.cpuUsage() });
-  if (message.type === 'profile:start') {
-    inspector = new Session();
-    inspector.connect();
-    await inspector.post('Profiler.enable');
-    await inspector.post('Profiler.start');
-    process.send!({ type: 'profile:start' });
-  }
-  if (message.type === 'profile:stop') {
-    const { profile } = await inspector!.post('Profiler.stop');
-    inspector!.disconnect();
-    writeFileSync(message.file!, JSON.stringify(profile));
-    process.send!({ type: 'profile:stop' });
-  }
   if (message.type === 'heap')
     process.send!({ type: 'heap', file: writeHeapSnapshot(message.file) });
   if (message.type === 'cache') process.send!({ type: 'cache', ...app.events.cacheStats });

@@ -149,7 +149,15 @@ export async function createApp(options: AppOptions): Promise<App> {
     throw err;
   }
 
-  const events = new TaskEvents(db.listener(log), (id) => findStoredTask(db.kysely, id), log);
+  const servesApi = config.role !== 'worker';
+  // A worker-only process answers no reads: a row it wrote (every outcome) would be kept for
+  // nobody, its payload measured and its memory held for the collector to walk.
+  const events = new TaskEvents(
+    db.listener(log),
+    (id) => findStoredTask(db.kysely, id),
+    log,
+    servesApi ? undefined : { maxRows: 0 },
+  );
   // A process that runs no tasks and sends no deliveries needs only the news of changes.
   await events.start({ work: config.role !== 'api' });
   const metrics = new Metrics({ db: db.kysely, log, token: config.metricsToken });
@@ -159,7 +167,6 @@ export async function createApp(options: AppOptions): Promise<App> {
   /** The address `listen` resolved, for signal URLs when PUBLIC_URL is unset. */
   let listeningAt: string | undefined;
   const workerId = options.workerId ?? randomUUID();
-  const servesApi = config.role !== 'worker';
   const runner = runsTasks
     ? new Runner({
         db: db.kysely,

@@ -3,6 +3,7 @@ import { type PostgresPool, type PostgresPoolClient, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { faultClassifier, isReadOnlyFault } from './faults.js';
+import { typeParsers } from './timestamps.js';
 import { ensureWritable, ReportingClient } from './writable.js';
 
 export interface PgTimeouts {
@@ -25,6 +26,7 @@ export function clientConfig(databaseUrl: string, timeouts: PgTimeouts): pg.Clie
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: 5_000,
+    types: typeParsers,
   };
 }
 

@@ -7,6 +7,7 @@ import { type KindRegistry, validateAgainst } from './kinds.js';
 import { resolveManagedWork } from './managed.js';
 import { type Actor, MAX_BATCH_SIZE, type RetentionPolicy, type StartRequest } from './requests.js';
 import { type InsertLease, type InsertOutcome, insertTask, type NewTask } from './sql/insert.js';
+import { insertTasks } from './sql/insert-many.js';
 import { type Task, toTask } from './task.js';
 import { checkIdempotencyKey, checkLabels, checkPayload } from './validation.js';
 import { attachedAtStart, type NewWebhook } from './webhooks/store.js';
@@ -133,7 +134,11 @@ export function answerStart(outcome: InsertOutcome): StoredStart {
 
 /**
  * Starts up to MAX_BATCH_SIZE tasks in one transaction: every entry is checked before any
- * is stored, and a refused entry (named by its 0-based index) stores nothing.
+ * is stored, and a refused entry (named by its 0-based index) stores nothing. The entries are
+ * stored in order, as many at a time as one statement can (`insertTasks`): a run of entries
+ * without a webhook goes in one statement; an entry with one, or one whose idempotency key
+ * found a task already stored, is settled alone (`writeStart`), so that each answers exactly as
+ * it would have in a batch of one, in its place.
  */
 export async function startBatch(
   db: Executor,
@@ -149,10 +154,54 @@ export async function startBatch(
   const prepared = requests.map((request, index) =>
     atEntry(index, () => prepareStart(context, actor, request)),
   );
+  // Without keys, webhooks or debounces nothing can be refused or settled alone: the one statement is the
+  // whole batch, and needs no transaction around it (two round trips fewer).
+  if (
+    prepared.every(
+      (entry) => !entry.webhook && entry.task.idempotencyKey === null && !entry.task.debounce,
+    )
+  ) {
+    const stored = await insertTasks(
+      db,
+      actor.id,
+      prepared.map((entry) => entry.task),
+    );
+    return prepared.map(
+      (entry) => answerStart({ created: true, row: stored.get(entry.task.id)! }).task,
+    );
+  }
   return db.transaction().execute(async (trx) => {
     const tasks: Task[] = [];
-    for (const index of writeOrder(prepared))
-      tasks[index] = (await atEntry(index, () => storeStart(trx, prepared[index]!))).task;
+    // Debounced entries join their bursts one at a time, in key order (see writeOrder).
+    if (prepared.some((entry) => entry.task.debounce)) {
+      for (const index of writeOrder(prepared))
+        tasks[index] = (await atEntry(index, () => storeStart(trx, prepared[index]!))).task;
+      return tasks;
+    }
+    for (let from = 0; from < prepared.length; ) {
+      if (prepared[from]!.webhook) {
+        tasks.push((await atEntry(from, () => storeStart(trx, prepared[from]!))).task);
+        from++;
+        continue;
+      }
+      let to = from;
+      while (to < prepared.length && !prepared[to]!.webhook) to++;
+      const run = prepared.slice(from, to);
+      const stored = await insertTasks(
+        trx,
+        actor.id,
+        run.map((entry) => entry.task),
+      );
+      for (const [offset, entry] of run.entries()) {
+        const row = stored.get(entry.task.id);
+        tasks.push(
+          row
+            ? answerStart({ created: true, row }).task
+            : (await atEntry(from + offset, () => storeStart(trx, entry))).task,
+        );
+      }
+      from = to;
+    }
     return tasks;
   });
 }

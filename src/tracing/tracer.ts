@@ -1,6 +1,7 @@
 import {
   type Context,
   context,
+  INVALID_SPAN_CONTEXT,
   isSpanContextValid,
   ProxyTracerProvider,
   ROOT_CONTEXT,
@@ -22,6 +23,9 @@ export const tracer = trace.getTracer('taskhandle');
 
 export type { Context, Span };
 export { context, SpanKind, SpanStatusCode, trace };
+
+/** A span that records nothing, for work done while tracing is off (see `tracingOn`). */
+export const UNTRACED_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /** The API's no-op provider: what the global provider delegates to while no SDK is registered. */
 const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();

@@ -21,6 +21,7 @@ const LANDED: Readonly<Record<string, string>> = {
   '0011_a2a_config_ids.sql': '1871270cd1d4eedaea14aa288b24a1af27eb79a9b56e6d09e7d53d9c5926a613',
   '0012_flow_control.sql': '2c7cf80fa0128510b777879123025045fbd44ea916dbec748d5c2ef134c53ca8',
   '0013_debounce.sql': 'ffafcf731476e2052b06806f25eb0427cbebb3496f185503cf2a379921cbcf18',
+  '0014_accept_path.sql': 'd34859ad8ab3263e321e11527d4d5e2319cfe74b07278f9564c66d8211ae8720',
   '0015_run_time.sql': 'c0c14bd5d131cc4fa3321bf886dc57ce6829648d6173a150040433fc5f048ad1',
 };
 

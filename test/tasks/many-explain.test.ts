@@ -66,7 +66,7 @@ async function planOf(filter: TaskFilter, after?: { createdAt: Date; id: string 
 
 describe('filtered pages', () => {
   it.each([
-    ['no filter', {}, 'tasks_owner_created'],
+    ['no filter', {}, 'tasks_owner_status_created'],
     ['a label', { labels: { team: '3' } }, 'task_labels_pkey'],
     ['two labels', { labels: { batch: '42', team: '2' } }, 'task_labels_pkey'],
     ['a kind', { kinds: ['b'] }, 'tasks_owner_kind_created'],

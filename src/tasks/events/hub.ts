@@ -9,6 +9,13 @@ import { type PendingWrite, RowCache, type RowCacheOptions } from './row-cache.j
 
 export type { RowWatcher };
 
+/** A row a write returned only in part: which version of the task it wrote (`recordOutcomes`). */
+export interface RowVersion {
+  id: string;
+  version: number;
+  summary: true;
+}
+
 /**
  * Channel the schedules room notifies on whenever a schedule changes or fires (DESIGN §17):
  * every process that fires schedules re-reads the earliest occurrence.
@@ -112,6 +119,15 @@ export class TaskEvents {
   }
 
   /**
+   * True when a write of task `id` should return its whole row: the task has a watcher in this
+   * process, or its row is in the cache (read or written here lately: a start in a ROLE=all
+   * process, whose subscriber and polls follow, are then served the outcome without a query).
+   */
+  wantsRow(id: string): boolean {
+    return this.watched.has(id) || this.rows.has(id);
+  }
+
+  /**
    * This process sends a statement that may change tasks `ids` and returns their rows: until
    * `written`, a NOTIFY of theirs (it can arrive before the statement's answer) is not read.
    * @returns what to hand `written`
@@ -126,10 +142,10 @@ export class TaskEvents {
    * The watchers of each task here get its row now, as they would after its NOTIFY and a read,
    * and that NOTIFY costs nothing (its version is delivered already); other processes still
    * learn of the change by it. Each row is cached for the reads that follow, by the rule a
-   * read's row is (see `RowCache.wrote`). A change announced meanwhile that is not in `rows`
-   * is read now.
+   * read's row is (see `RowCache.wrote`). A change announced meanwhile that is not in `rows`,
+   * or of which `rows` holds only the version, is read now.
    */
-  written(writes: readonly PendingWrite[], rows: readonly TaskRow[]): void {
+  written(writes: readonly PendingWrite[], rows: ReadonlyArray<TaskRow | RowVersion>): void {
     const ids = writes.map((write) => write.id);
     for (const id of ids) {
       const left = (this.writes.get(id) ?? 1) - 1;
@@ -142,7 +158,8 @@ export class TaskEvents {
       const entry = this.watched.get(row.id);
       if (!entry || row.version <= entry.delivered) continue;
       entry.announced = Math.max(entry.announced, row.version);
-      this.deliver(entry, row);
+      // Only a version (its watcher came while the statement was out): read below, as a NOTIFY.
+      if (!('summary' in row)) this.deliver(entry, row);
     }
     for (const id of ids) {
       const entry = this.watched.get(id);

@@ -2,7 +2,7 @@ import type { TaskRow } from '../../db/types.js';
 import { isTerminal } from '../status.js';
 
 export interface RowCacheOptions {
-  /** Rows kept at most. @default 10_000 */
+  /** Rows kept at most; 0 keeps none (reads of one task are still shared). @default 10_000 */
   maxRows?: number;
   /** Rows whose payloads (input, result, inputRequest, error) exceed this, as JSON text, are not kept. @default 16_384 */
   maxRowBytes?: number;
@@ -115,16 +115,20 @@ export class RowCache {
 
   /**
    * The statement announced by `writing` is over, and returned `row` (none: it failed or
-   * changed nothing). Anything older goes; the row is kept, as a read's would be, unless a
+   * changed nothing; only its version: nothing is kept). Anything older goes; the row is kept, as a read's would be, unless a
    * newer version was announced while the statement was out or the listening connection
    * went down meanwhile (a final row is kept in any case: it never changes again).
    */
-  wrote(write: PendingWrite, row: TaskRow | undefined): void {
+  wrote(
+    write: PendingWrite,
+    row: TaskRow | { id: string; version: number; summary: true } | undefined,
+  ): void {
     const all = this.reading.get(write.id);
     all?.delete(write);
     if (all?.size === 0) this.reading.delete(write.id);
     if (!row) return;
     this.changed(row.id, row.version);
+    if ('summary' in row) return;
     if (final(row) || (row.version >= write.announced && write.epoch === this.epoch))
       this.keep(row);
   }
@@ -155,8 +159,13 @@ export class RowCache {
     return this.rows.size;
   }
 
+  /** True while a row of task `id` is kept (of any version). */
+  has(id: string): boolean {
+    return this.rows.has(id);
+  }
+
   private keep(row: TaskRow): void {
-    if (!this.live && !final(row)) return;
+    if (this.maxRows === 0 || (!this.live && !final(row))) return;
     const cached = this.rows.get(row.id);
     if (cached && cached.version >= row.version) return;
     if (payloadBytes(row) > this.maxRowBytes) return;

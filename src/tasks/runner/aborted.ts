@@ -27,3 +27,33 @@ export async function whyLost(db: Executor, id: string): Promise<AbortCause> {
   const row = await findStoredTask(db, id).catch(() => undefined);
   return row?.status === 'cancelled' ? 'cancelled' : 'lease-lost';
 }
+
+/**
+ * A handler's abort signal, made only once something asks for it: the handler of a quick task
+ * often never reads `ctx.signal`, and an AbortController is among the costlier objects a run
+ * makes. Aborted before it is made, it is made aborted.
+ */
+export class HandlerAbort {
+  /** Why the handler was stopped, once it was. */
+  reason: TaskAbortedError | undefined;
+  private controller: AbortController | undefined;
+
+  get aborted(): boolean {
+    return this.reason !== undefined;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.reason) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  /** Aborts with `reason` (once; later reasons are ignored). */
+  abort(reason: TaskAbortedError): void {
+    if (this.reason) return;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+}

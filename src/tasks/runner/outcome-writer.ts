@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Database, TaskRow } from '../../db/types.js';
-import type { TaskEvents } from '../events/hub.js';
+import type { RowVersion, TaskEvents } from '../events/hub.js';
 import { jsonText } from '../sql/common.js';
 import type { Lease } from '../sql/leases.js';
-import { type Outcome, recordOutcomes } from '../sql/outcomes.js';
+import { type Outcome, recordOutcomes, type WrittenOutcome } from '../sql/outcomes.js';
 import type { TaskFailure } from '../status.js';
 
 /** Most outcomes written by one statement. */
@@ -11,7 +11,7 @@ const MAX_BATCH = 256;
 
 interface Pending {
   outcome: Outcome;
-  resolve(row: TaskRow | undefined): void;
+  resolve(row: WrittenOutcome | undefined): void;
   reject(err: unknown): void;
 }
 
@@ -21,7 +21,8 @@ interface Pending {
  * cascade of promise callbacks) go out together right after it, and those that arrive while a
  * statement is in flight go together in the next one. No added delay at low load; at high
  * load, one commit for many tasks (see `recordOutcomes`). The rows written go to this
- * process's watchers at once (`TaskEvents.written`), before their NOTIFY comes back.
+ * process's watchers at once (`TaskEvents.written`), before their NOTIFY comes back; a task
+ * this process neither watches nor keeps comes back as its summary (`WrittenOutcome`).
  */
 export class OutcomeWriter {
   private queue: Pending[] = [];
@@ -36,7 +37,7 @@ export class OutcomeWriter {
    * @returns the completed row; `undefined` when the lease no longer holds (nothing changed)
    * @throws TypeError (as a rejection) for a result JSON cannot express; nothing is written
    */
-  complete(id: string, lease: Lease, result: unknown): Promise<TaskRow | undefined> {
+  complete(id: string, lease: Lease, result: unknown): Promise<WrittenOutcome | undefined> {
     let text: string | null;
     try {
       text = jsonText(result ?? null);
@@ -47,7 +48,7 @@ export class OutcomeWriter {
   }
 
   /** Fails the task for good. @returns the row, as for {@link complete} */
-  fail(id: string, lease: Lease, failure: TaskFailure): Promise<TaskRow | undefined> {
+  fail(id: string, lease: Lease, failure: TaskFailure): Promise<WrittenOutcome | undefined> {
     return this.add({ id, lease, ending: 'fail', failure });
   }
 
@@ -60,11 +61,11 @@ export class OutcomeWriter {
     lease: Lease,
     failure: TaskFailure,
     delayMs: number,
-  ): Promise<TaskRow | undefined> {
+  ): Promise<WrittenOutcome | undefined> {
     return this.add({ id, lease, ending: 'retry', failure, delayMs });
   }
 
-  private add(outcome: Outcome): Promise<TaskRow | undefined> {
+  private add(outcome: Outcome): Promise<WrittenOutcome | undefined> {
     return new Promise((resolve, reject) => {
       this.queue.push({ outcome, resolve, reject });
       if (this.writing) return;
@@ -83,10 +84,13 @@ export class OutcomeWriter {
         const written = await writtenHere(
           this.events,
           batch.map((p) => p.outcome.id),
+          // Whole rows only for the tasks this process watches or keeps (see `wantsRow`); the
+          // task's own handler stopped watching it when it returned.
           () =>
             recordOutcomes(
               this.db,
               batch.map((p) => p.outcome),
+              (id) => this.events?.wantsRow(id) ?? true,
             ),
         );
         const rows = new Map(written.map((row) => [row.id, row]));
@@ -103,13 +107,13 @@ export class OutcomeWriter {
  * Runs `write`, a statement that may change tasks `ids` and returns the rows it changed, and
  * hands those rows to this process's watchers (see `TaskEvents.writing` and `written`).
  */
-export async function writtenHere(
+export async function writtenHere<Row extends TaskRow | RowVersion>(
   events: TaskEvents | undefined,
   ids: readonly string[],
-  write: () => Promise<TaskRow[]>,
-): Promise<TaskRow[]> {
+  write: () => Promise<Row[]>,
+): Promise<Row[]> {
   const writes = events?.writing(ids);
-  let rows: TaskRow[] = [];
+  let rows: Row[] = [];
   try {
     rows = await write();
     return rows;

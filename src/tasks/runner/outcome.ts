@@ -5,6 +5,7 @@ import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
 import type { TaskEvents } from '../events/hub.js';
 import { completeTask, failTask, type Lease, retryOrFail } from '../sql/leases.js';
+import type { WrittenOutcome } from '../sql/outcomes.js';
 import type { TaskFailure } from '../status.js';
 import { OutcomeWriter, writtenHere } from './outcome-writer.js';
 
@@ -61,6 +62,9 @@ function isPermanent(err: unknown): boolean {
   return err instanceof TypeError || err instanceof RangeError;
 }
 
+/** The task's logger, made when something is to be logged (most outcomes log nothing). */
+export type TaskLog = () => Logger;
+
 /**
  * Records how a handler ended, fenced by its lease, in batches (see `OutcomeWriter`). Writes
  * are retried through a short database outage for as long as the lease lasts; past it the task
@@ -84,7 +88,7 @@ export class OutcomeRecorder {
    * with U+0000 — fails this task with HANDLER_ERROR instead of being retried and re-run until
    * WORKER_LOST; a refusal of the batch is first retried alone.
    */
-  async complete(id: string, lease: Lease, result: unknown, log: Logger): Promise<void> {
+  async complete(id: string, lease: Lease, result: unknown, log: TaskLog): Promise<void> {
     try {
       await this.retry(() => this.writer.complete(id, lease, result), log);
       return;
@@ -99,13 +103,13 @@ export class OutcomeRecorder {
         code: 'HANDLER_ERROR',
         message: sanitize(`The task's result could not be stored: ${err.message}`),
       };
-      logFailure(log, err, failure);
+      logFailure(log(), err, failure);
       await this.fail(id, lease, failure, log);
     }
   }
 
   /** Fails the task with `failure`; never throws (what cannot be written is logged). */
-  async fail(id: string, lease: Lease, failure: TaskFailure, log: Logger): Promise<void> {
+  async fail(id: string, lease: Lease, failure: TaskFailure, log: TaskLog): Promise<void> {
     await this.batchedElseAlone(
       () => this.writer.fail(id, lease, failure),
       () => this.alone(id, () => failTask(this.db, id, lease, failure)),
@@ -116,15 +120,16 @@ export class OutcomeRecorder {
   /**
    * Ends a failed attempt: the task is retried after `delayMs` while attempts and time remain,
    * else failed (see `retryOrFail`). Never throws.
-   * @returns the row as written; `undefined` when nothing was (a lost lease, a cancel)
+   * @returns the row as written (or its summary); `undefined` when nothing was (a lost lease,
+   *   a cancel)
    */
   async endAttempt(
     id: string,
     lease: Lease,
     failure: TaskFailure,
     delayMs: number,
-    log: Logger,
-  ): Promise<TaskRow | undefined> {
+    log: TaskLog,
+  ): Promise<WrittenOutcome | undefined> {
     return this.batchedElseAlone(
       () => this.writer.retryOrFail(id, lease, failure, delayMs),
       () => this.alone(id, () => retryOrFail(this.db, id, lease, failure, delayMs)),
@@ -146,11 +151,11 @@ export class OutcomeRecorder {
 
   /** Writes a failure in the batch, or alone if the batch was refused; never throws. */
   private async batchedElseAlone(
-    batched: () => Promise<TaskRow | undefined>,
-    alone: () => Promise<TaskRow | undefined>,
-    log: Logger,
-  ): Promise<TaskRow | undefined> {
-    let row: TaskRow | undefined;
+    batched: () => Promise<WrittenOutcome | undefined>,
+    alone: () => Promise<WrittenOutcome | undefined>,
+    log: TaskLog,
+  ): Promise<WrittenOutcome | undefined> {
+    let row: WrittenOutcome | undefined;
     try {
       await this.retry(async () => {
         row = await batched();
@@ -162,7 +167,10 @@ export class OutcomeRecorder {
     await this.retry(async () => {
       row = await alone();
     }, log).catch((err: unknown) =>
-      log.error({ err: coerceError(err) }, 'could not record the failure; the task will be re-run'),
+      log().error(
+        { err: coerceError(err) },
+        'could not record the failure; the task will be re-run',
+      ),
     );
     return row;
   }
@@ -171,7 +179,7 @@ export class OutcomeRecorder {
    * Retries a final write through a short database outage, for as long as the lease lasts.
    * @throws what no retry can fix (see `isPermanent`), at once
    */
-  private async retry(write: () => Promise<unknown>, log: Logger): Promise<void> {
+  private async retry(write: () => Promise<unknown>, log: TaskLog): Promise<void> {
     const until = Date.now() + this.leaseMs;
     for (let delay = 50; ; delay = Math.min(delay * 2, 2_000)) {
       try {
@@ -180,13 +188,13 @@ export class OutcomeRecorder {
       } catch (err) {
         if (isPermanent(err)) throw err;
         if (Date.now() + delay > until) {
-          log.error(
+          log().error(
             { err: coerceError(err) },
             'could not record the outcome; the task will be re-run',
           );
           return;
         }
-        log.warn({ err: coerceError(err) }, 'recording the outcome failed; retrying');
+        log().warn({ err: coerceError(err) }, 'recording the outcome failed; retrying');
         await sleep(delay);
       }
     }

@@ -12,6 +12,7 @@ import { ClaimWaker } from './claim-waker.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LocalQueue } from './local-queue.js';
 import { OutcomeRecorder } from './outcome.js';
+import { Prefetch } from './prefetch.js';
 import { giveBack, type Reservation, Reservations, type ReservedSlots } from './reservations.js';
 import { RunningTask, type RunningTaskOptions, type TaskHost } from './running-task.js';
 import { recordClaim } from './trace.js';
@@ -51,7 +52,8 @@ export interface RunnerOptions {
   concurrency: number;
   /**
    * Tasks claimed ahead of free slots, leased and kept in memory until a slot frees (see
-   * `LocalQueue`). 0 claims only for free slots. @default 3 × concurrency, at most 1 000
+   * `LocalQueue`). Under a backlog it grows (see `Prefetch`). 0 claims only for free
+   * slots. @default 3 × concurrency, at most 1 000
    */
   prefetch?: number;
   leaseMs: number;
@@ -101,6 +103,11 @@ const DEFAULT_RETENTION: RetentionPolicy = {
 export class Runner implements ReservedSlots, TaskHost {
   /** Every task this process holds, running or waiting for input, by id. */
   private readonly tasks = new Map<string, RunningTask>();
+  /**
+   * The held tasks that take a slot: running, not waiting for input, not returned. Kept as they
+   * change rather than counted, since every freed slot asks how many are taken.
+   */
+  private readonly busy = new Set<RunningTask>();
   private readonly waker = new ClaimWaker(() => this.claimLoop());
   private stopping = false;
   private backstopTimer: NodeJS.Timeout | undefined;
@@ -108,7 +115,7 @@ export class Runner implements ReservedSlots, TaskHost {
   private readonly kindNames: string[];
   private readonly leases: LeaseKeeper;
   private readonly queue: LocalQueue;
-  private readonly prefetch: number;
+  private readonly prefetch: Prefetch;
   private readonly taskOptions: RunningTaskOptions;
   /** Slots promised to tasks this process is inserting already leased (see `reserve`). */
   private readonly reservations: Reservations;
@@ -118,7 +125,10 @@ export class Runner implements ReservedSlots, TaskHost {
   constructor(private readonly options: RunnerOptions) {
     const { db, events, log, workerId, leaseMs } = options;
     this.kindNames = options.kinds.names();
-    this.prefetch = options.prefetch ?? Math.min(3 * options.concurrency, 1_000);
+    this.prefetch = new Prefetch(
+      options.prefetch ?? Math.min(3 * options.concurrency, 1_000),
+      options.concurrency,
+    );
     this.queue = new LocalQueue({ workerId, leaseMs, events, log });
     this.reservations = new Reservations({ workerId, leaseMs }, this);
     this.leases = new LeaseKeeper({
@@ -208,13 +218,21 @@ export class Runner implements ReservedSlots, TaskHost {
   }
 
   /** A running task gave up its slot (`TaskHost`): queued tasks take it, then a claim may. */
-  slotFreed(_task: RunningTask, returned: boolean): void {
+  slotFreed(task: RunningTask, returned: boolean): void {
+    this.busy.delete(task);
+    if (returned) this.prefetch.ran(performance.now() - task.startedAt);
     this.startQueued();
     if (!this.stopping) this.waker.slotFreed(returned);
   }
 
+  /** A task waiting for input resumed (`TaskHost`): it takes a slot again. */
+  slotTaken(task: RunningTask): void {
+    if (task.busy) this.busy.add(task);
+  }
+
   /** A task's handler is done and the task lets go of everything (`TaskHost`). */
   ended(task: RunningTask): void {
+    this.busy.delete(task);
     if (this.tasks.get(task.id) === task) this.tasks.delete(task.id);
     if (task.keyed && !this.stopping) this.waker.keySlotFreed();
   }
@@ -226,9 +244,7 @@ export class Runner implements ReservedSlots, TaskHost {
 
   /** Handlers running now, or promised a slot: held tasks not waiting for input nor returned. */
   private get active(): number {
-    let active = this.reservations.count;
-    for (const task of this.tasks.values()) if (task.busy) active++;
-    return active;
+    return this.reservations.count + this.busy.size;
   }
 
   /** Starts queued tasks while slots are free. */
@@ -260,11 +276,11 @@ export class Runner implements ReservedSlots, TaskHost {
     // Claim for free slots, or to refill a draining queue. A wake while every slot is busy
     // claims nothing more: a task started meanwhile is claimed by priority with the others
     // once a slot frees, not queued behind what happened to be ready first.
-    const refillAt = Math.floor(this.prefetch / 2);
     for (;;) {
       const free = concurrency - this.active;
-      const room = free + this.prefetch - this.queue.length;
-      const draining = this.waker.refilling && this.queue.length <= refillAt;
+      const room = free + this.prefetch.now - this.queue.length;
+      const draining =
+        this.waker.refilling && this.queue.length <= Math.floor(this.prefetch.now / 2);
       if (this.stopping || room <= 0 || (free <= 0 && !draining)) return;
       this.waker.claiming();
       let rows: TaskRow[];
@@ -295,6 +311,7 @@ export class Runner implements ReservedSlots, TaskHost {
       }
       this.options.observer?.claimed(rows, (Date.now() - claimedAt) / 1000);
       this.waker.claimed(rows.length, room, waiting);
+      this.prefetch.claimed(rows.length >= room);
       this.queue.push(rows, claimedAt);
       this.startQueued();
       if (this.waker.exhausted) return;
@@ -314,6 +331,7 @@ export class Runner implements ReservedSlots, TaskHost {
     recordClaim(row, this.options.workerId, claimedAt);
     const task = new RunningTask(row, this.options.workerId, leaseFrom, this.taskOptions);
     this.tasks.set(row.id, task);
+    this.busy.add(task);
     task.start(kind);
   }
 

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database, TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
-import { context, failed as spanFailed, trace } from '../../tracing/tracer.js';
+import { failed as spanFailed } from '../../tracing/tracer.js';
 import type { TaskEvents } from '../events/hub.js';
 import { ChildTaskError, TaskFailedError, type TaskKind } from '../kinds.js';
 import type { TaskObserver } from '../observer.js';
@@ -12,9 +12,10 @@ import type { TaskFailure } from '../status.js';
 import type { ChildStarts } from '../steps/child-starts.js';
 import { DurableRun } from '../steps/durable-run.js';
 import { SignalUrls } from '../steps/signal-urls.js';
-import { type AbortCause, TaskAbortedError } from './aborted.js';
+import type { Suspension } from '../steps/waits.js';
+import { type AbortCause, HandlerAbort, TaskAbortedError } from './aborted.js';
 import { InputWait } from './input-wait.js';
-import { failureOf, logFailure, type OutcomeRecorder } from './outcome.js';
+import { failureOf, logFailure, type OutcomeRecorder, type TaskLog } from './outcome.js';
 import { taskContext } from './task-context.js';
 import { TaskTimeout } from './task-timeout.js';
 import { attemptSpan } from './trace.js';
@@ -41,6 +42,8 @@ export interface RunningTaskOptions {
 export interface TaskHost {
   /** The task stopped taking a slot: its handler returned (`true`), or it waits for input. */
   slotFreed(task: RunningTask, returned: boolean): void;
+  /** The task takes a slot again: its owner's input came and its handler resumes. */
+  slotTaken(task: RunningTask): void;
   /** The handler is done and everything the task held is let go. */
   ended(task: RunningTask): void;
   /** The task is due again at `at` (epoch ms): a failed attempt was rescheduled. */
@@ -55,18 +58,25 @@ export interface TaskHost {
  */
 export class RunningTask {
   readonly lease: Lease;
+  /** When the task was given its slot (performance.now()). */
+  readonly startedAt = performance.now();
   /** Settles once the handler is done and its outcome recorded; never rejects. */
   done: Promise<void> = Promise.resolve();
   private row: TaskRow;
   /** The handler returned (or threw): its slot is free, its outcome may still be in writing. */
   private returned = false;
-  private readonly controller = new AbortController();
+  private readonly stopped = new HandlerAbort();
   private readonly timeout: TaskTimeout;
   private expiryTimer: NodeJS.Timeout | undefined;
   private unwatch: () => void = () => {};
   /** Local deadline of the lease; past it without a renewal, the task may be someone else's. */
   private leaseUntil: number;
-  private readonly input: InputWait;
+  /** The handler's wait for input, once it asked (see `input`). */
+  private inputWait: InputWait | undefined;
+  /** Its steps, waits and children, once it used them or has a journal (see `durable`). */
+  private durableRun: DurableRun | undefined;
+  /** Ends the run as suspended (set while the handler runs). */
+  private suspend: ((suspended: Suspension) => void) | undefined;
 
   /** @param claimedAt when the claim was sent: the lease runs from no earlier than this */
   constructor(
@@ -79,17 +89,47 @@ export class RunningTask {
     this.lease = { workerId, attempt: row.attempt };
     this.leaseUntil = claimedAt + options.leaseMs;
     this.timeout = new TaskTimeout(row.timeout_ms, row.ran_ms, () => this.timedOut());
-    this.input = new InputWait({
-      db: options.db,
-      log: options.log,
+  }
+
+  /** The handler's wait for input, made when it first asks. */
+  private input(): InputWait {
+    const { db, log, host } = this.options;
+    this.inputWait ??= new InputWait({
+      db,
+      log,
       lease: this.lease,
-      signal: this.controller.signal,
+      signal: this.stopped.signal,
       paused: () => {
         this.timeout.pause();
-        options.host.slotFreed(this, false);
+        host.slotFreed(this, false);
       },
       abort: (cause) => this.abort(cause),
     });
+    return this.inputWait;
+  }
+
+  /**
+   * The run's steps, waits and children (DESIGN §16), made when the handler first uses them
+   * (or before it starts, when the task has a journal to load). A suspension ends the run.
+   */
+  private durable(): DurableRun {
+    if (this.durableRun) return this.durableRun;
+    const { db, log, children, publicUrl } = this.options;
+    const { row, lease } = this;
+    const durable = new DurableRun({
+      db,
+      log,
+      row,
+      lease,
+      signal: this.stopped.signal,
+      children,
+      signalUrls: new SignalUrls(db, row.id, lease, publicUrl()),
+      lost: () => this.abort('lease-lost'),
+      ranMs: () => this.timeout.used(),
+    });
+    this.durableRun = durable;
+    void durable.suspended.then((suspended) => this.suspend?.(suspended));
+    return durable;
   }
 
   /** Watches the row, starts the clocks and runs the handler (`done` follows it). */
@@ -117,12 +157,12 @@ export class RunningTask {
 
   /** True while the handler waits for its owner's input (it takes no slot then). */
   get waiting(): boolean {
-    return this.input.waiting;
+    return this.inputWait?.waiting ?? false;
   }
 
   /** True while the handler takes a runner slot: running, not waiting, not yet returned. */
   get busy(): boolean {
-    return !this.returned && !this.input.waiting;
+    return !this.returned && !this.waiting;
   }
 
   /** True once the lease's local deadline passed at `now` without a renewal. */
@@ -137,10 +177,10 @@ export class RunningTask {
 
   /** Aborts the handler's signal with `cause` (once; later causes are ignored). */
   abort(cause: AbortCause): void {
-    if (this.controller.signal.aborted) return;
+    if (this.stopped.aborted) return;
     if (cause === 'lease-lost') this.options.observer?.leaseLost();
     this.options.log.debug({ taskId: this.row.id, cause }, 'aborting handler');
-    this.controller.abort(new TaskAbortedError(cause));
+    this.stopped.abort(new TaskAbortedError(cause));
   }
 
   /** The row as re-read after a change (`undefined`: gone). */
@@ -163,64 +203,60 @@ export class RunningTask {
       this.abort('lease-lost');
       return;
     }
-    if (this.input.resumeOn(row)) this.timeout.start();
+    if (this.inputWait?.resumeOn(row)) {
+      this.timeout.start();
+      this.options.host.slotTaken(this);
+    }
   }
 
   private async run(kind: TaskKind<any, any>): Promise<void> {
     const { db, log, progressThrottleMs, outcomes } = this.options;
-    const { row, lease, controller } = this;
-    const durable = new DurableRun({
-      db,
-      log,
-      row,
-      lease,
-      signal: controller.signal,
-      children: this.options.children,
-      signalUrls: new SignalUrls(db, row.id, lease, this.options.publicUrl()),
-      lost: () => this.abort('lease-lost'),
-      ranMs: () => this.timeout.used(),
-    });
+    const { row, lease, stopped } = this;
     const ctx = taskContext(row, {
       db,
       log,
       lease,
-      signal: controller.signal,
+      signal: () => stopped.signal,
       progressThrottleMs,
-      ask: (requests) => this.input.ask(this.row, requests),
-      durable,
+      ask: (requests) => this.input().ask(this.row, requests),
+      durable: () => this.durable(),
     });
-    const taskLog = log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
-    taskLog.debug({ workerId: lease.workerId }, 'task claimed');
+    let taskLog: Logger | undefined;
+    /** The task's own logger, made when there is something to say. */
+    const logger: TaskLog = () => {
+      taskLog ??= log.child({ taskId: row.id, kind: row.kind, attempt: row.attempt });
+      return taskLog;
+    };
+    if (log.isLevelEnabled('debug')) logger().debug({ workerId: lease.workerId }, 'task claimed');
     const started = performance.now();
     let failed = false;
     const attempt = attemptSpan(row, lease.workerId);
     try {
-      let ran: { result: unknown } | { suspended: { wakeAt: Date | null } };
+      let ran: { result: unknown } | { suspended: Suspension };
       try {
-        await durable.load();
+        // A task with a journal reads it before its handler starts.
+        if (row.journaled) await this.durable().load();
         // A handler suspended on its waits never returns: the suspension ends the run.
-        ran = await context.with(trace.setSpan(attempt.parent, attempt.span), () =>
-          Promise.race([
-            kind.run(ctx).then((result) => ({ result })),
-            durable.suspended.then((suspended) => ({ suspended })),
-          ]),
-        );
+        ran = await new Promise((resolve, reject) => {
+          this.suspend = (suspended) => resolve({ suspended });
+          attempt.run(() => kind.run(ctx)).then((result: unknown) => resolve({ result }), reject);
+        });
       } finally {
-        durable.end();
+        this.suspend = undefined;
+        this.durableRun?.end();
         this.handlerReturned();
       }
       if ('suspended' in ran) {
         this.abort('suspended');
         const { wakeAt } = ran.suspended;
         if (wakeAt) this.options.host.dueAt(wakeAt.getTime());
-      } else if (!controller.signal.aborted)
-        await outcomes.complete(row.id, lease, ran.result, taskLog);
+      } else if (!stopped.aborted) await outcomes.complete(row.id, lease, ran.result, logger);
     } catch (thrown) {
-      if (!controller.signal.aborted) {
+      if (!stopped.aborted) {
         failed = true;
         const err = coerceError(thrown);
         const failure = failureOf(err);
-        logFailure(taskLog, err, failure);
+        logFailure(logger(), err, failure);
         spanFailed(attempt.span, err, failure.code);
         // A TaskFailedError is the handler saying the failure is final; anything else ends
         // this attempt only.
@@ -230,11 +266,11 @@ export class RunningTask {
           err.name === 'TaskFailedError' ||
           err instanceof ChildTaskError
         )
-          await outcomes.fail(row.id, lease, failure, taskLog);
-        else await this.endAttempt(failure, taskLog);
+          await outcomes.fail(row.id, lease, failure, logger);
+        else await this.endAttempt(failure, logger);
       }
     } finally {
-      const reason = controller.signal.reason as TaskAbortedError | undefined;
+      const reason = stopped.reason;
       const outcome = reason?.cause ?? (failed ? 'failed' : 'completed');
       this.options.observer?.ran(row.kind, outcome, (performance.now() - started) / 1000);
       attempt.span.setAttribute('taskhandle.task.outcome', outcome);
@@ -242,7 +278,7 @@ export class RunningTask {
       this.timeout.clear();
       clearTimeout(this.expiryTimer);
       this.unwatch();
-      this.input.end();
+      this.inputWait?.end();
       this.options.host.ended(this);
     }
   }
@@ -261,7 +297,7 @@ export class RunningTask {
   }
 
   /** Records a failed attempt: retried with backoff while the policy allows, else failed. */
-  private async endAttempt(failure: TaskFailure, log: Logger): Promise<void> {
+  private async endAttempt(failure: TaskFailure, log: TaskLog): Promise<void> {
     const { row } = this;
     const delayMs = backoffMs(
       {
@@ -288,6 +324,6 @@ export class RunningTask {
       message: `The task ran longer than its ${this.row.timeout_ms} ms limit.`,
     };
     this.abort('timeout');
-    void this.endAttempt(failure, this.options.log.child({ taskId: this.row.id }));
+    void this.endAttempt(failure, () => this.options.log.child({ taskId: this.row.id }));
   }
 }

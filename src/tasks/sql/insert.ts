@@ -116,7 +116,7 @@ export async function insertTask(
     const inserted = await sql<TaskRow>`${prepared}
       with t as (
         insert into tasks ${COLUMNS} ${startValues(task, lease)}
-        on conflict (owner, idempotency_key) do nothing
+        on conflict (owner, idempotency_key) where idempotency_key is not null do nothing
         returning *
       ), l as (
         -- the label rows a label filter walks (migrations/0005_labels.sql)

@@ -1,7 +1,8 @@
 import { type RawBuilder, sql } from 'kysely';
+import { prepared } from '../../db/pg-pool.js';
 import type { Executor, TaskRow } from '../../db/types.js';
 import type { CheckedFilter } from '../filter.js';
-import type { TaskStatus } from '../status.js';
+import { TASK_STATUSES, type TaskStatus } from '../status.js';
 import { json } from './common.js';
 
 export interface ListOptions {
@@ -47,9 +48,11 @@ export function conditions(options: ListOptions, filter: CheckedFilter): RawBuil
  * filter, the page is read by walking one ordered index newest first and stopping after it
  * (migrations/0005_labels.sql): a label filter walks the first label's rows in task_labels;
  * a kind filter walks each kind's part of tasks_owner_kind_created, a status filter each
- * status's part of tasks_owner_status_created, merged in order (Merge Append); otherwise
- * the owner's tasks_owner_created. The other conditions are checked on the rows walked, so a
- * page costs its size divided by the share of walked rows they keep, not the owner's total.
+ * status's part of tasks_owner_status_created, merged in order (Merge Append); a page with
+ * neither walks every status's part (an index of the owner's tasks alone would be paid by every
+ * start and every outcome, migration 0014). The other conditions are checked on the rows
+ * walked, so a page costs its size divided by the share of walked rows they keep, not the
+ * owner's total.
  */
 export async function listTasks(
   db: Executor,
@@ -85,21 +88,21 @@ export function listQuery(options: ListOptions): RawBuilder<TaskRow> {
       order by l.created_at desc, l.task_id desc
       limit ${limit}::int`;
   } else {
-    const walks: RawBuilder<unknown>[] | null = filter.kinds
+    const walks: RawBuilder<unknown>[] = filter.kinds
       ? filter.kinds.map((kind) => sql`t.kind = ${kind}`)
-      : statuses
-        ? statuses.map((status) => sql`t.status = ${status}`)
-        : null;
-    if (!walks || walks.length === 1) {
+      : (statuses ?? TASK_STATUSES).map((status) => sql`t.status = ${status}`);
+    if (walks.length === 1) {
       query = sql<TaskRow>`
-        select t.* from tasks t where ${where} ${walks ? sql`and ${walks[0]}` : sql``}
-        ${order} limit ${limit}::int`;
+        select t.* from tasks t where ${where} and ${walks[0]} ${order} limit ${limit}::int`;
     } else {
       const branches = walks.map(
         (walk) =>
           sql`(select t.* from tasks t where ${where} and ${walk} ${order} limit ${limit}::int)`,
       );
-      query = sql<TaskRow>`
+      // The page with no filter has two shapes (with and without a position): prepared, its
+      // five walks are planned once per connection, not at every page.
+      const unfiltered = !filter.kinds && !statuses;
+      query = sql<TaskRow>`${unfiltered ? prepared : sql``}
         select t.* from (${sql.join(branches, sql` union all `)}) t
         ${order} limit ${limit}::int`;
     }

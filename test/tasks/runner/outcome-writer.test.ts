@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TaskRow } from '../../../src/db/types.js';
 import { defineTaskKind } from '../../../src/tasks/kinds.js';
 import { OutcomeWriter } from '../../../src/tasks/runner/outcome-writer.js';
 import { findStoredTask } from '../../../src/tasks/sql/find.js';
+import { insertTask } from '../../../src/tasks/sql/insert.js';
 import { claimTasks } from '../../../src/tasks/sql/leases.js';
 import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
 
@@ -22,6 +25,27 @@ beforeAll(async () => {
   alice = await t.token('alice');
 });
 afterAll(() => t?.stop());
+
+/** A task stored as another process would store it: this app's row cache has never seen it. */
+async function startElsewhere(): Promise<string> {
+  const id = randomUUID();
+  await insertTask(t.app.db.kysely, {
+    id,
+    owner: 'alice',
+    kind: 'manual',
+    input: {},
+    ttlMs: 3_600_000,
+    pollIntervalMs: 1_000,
+    timeoutMs: 60_000,
+    idempotencyKey: null,
+    runAt: null,
+    priority: 0,
+    concurrencyKey: null,
+    concurrencyLimit: null,
+    retry: { maxAttempts: 3, initialDelayMs: 1_000, factor: 2, maxDelayMs: 60_000 },
+  });
+  return id;
+}
 
 async function start(): Promise<string> {
   const response = await t.gql(
@@ -76,6 +100,65 @@ describe('OutcomeWriter', () => {
     for (const off of unwatch) off();
   });
 
+  it('reads back only the summary of a task nobody here watches or keeps; a watched one comes whole to its watcher', async () => {
+    const ids = [await start(), await startElsewhere()];
+    const claimed = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 2, 60_000);
+    const [watched, unwatched] = ids.map((id) => claimed.find((r) => r.id === id)!);
+    const seen: TaskRow[] = [];
+    const unwatch = t.app.events.watch(watched!.id, (row) => {
+      if (row) seen.push(row);
+    });
+
+    const writer = new OutcomeWriter(t.app.db.kysely, t.app.events);
+    const lease = (row: TaskRow) => ({ workerId: 'test-worker', attempt: row.attempt });
+    const [whole, summary] = await Promise.all([
+      writer.complete(watched!.id, lease(watched!), { n: 1 }),
+      writer.complete(unwatched!.id, lease(unwatched!), { n: 2 }),
+    ]);
+    // Handed to the watcher as the statement returns, before any NOTIFY is read.
+    expect(seen).toEqual([whole]);
+    expect(whole).toEqual(await findStoredTask(t.app.db.kysely, watched!.id));
+    expect(whole).toMatchObject({ status: 'completed', result: { n: 1 }, owner: 'alice' });
+    expect(summary).toEqual({
+      id: unwatched!.id,
+      version: unwatched!.version + 1,
+      status: 'completed',
+      run_at: unwatched!.run_at,
+      summary: true,
+    });
+    unwatch();
+  });
+
+  it('reads back whole a task whose row this process keeps, and keeps it: the next read costs no query', async () => {
+    const id = await start(); // through this app: its row is kept
+    const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
+    const writer = new OutcomeWriter(t.app.db.kysely, t.app.events);
+    const whole = await writer.complete(id, { workerId: 'test-worker', attempt: row!.attempt }, 5);
+    expect(whole).toMatchObject({ id, status: 'completed', result: 5, owner: 'alice' });
+    const { misses } = t.app.events.cacheStats;
+    expect(await t.app.events.read(id)).toEqual(whole);
+    expect(t.app.events.cacheStats.misses).toBe(misses);
+  });
+
+  it("reads a summary's task for a watcher that came while its statement was out", async () => {
+    const id = await startElsewhere();
+    const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
+    const writer = new OutcomeWriter(t.app.db.kysely, t.app.events);
+    const written = writer.complete(id, { workerId: 'test-worker', attempt: row!.attempt }, 7);
+    // The writer builds its statement on the next tick, the task unwatched; a watcher arrives
+    // once it is on its way.
+    await new Promise((resolve) => process.nextTick(resolve));
+    const seen: TaskRow[] = [];
+    const unwatch = t.app.events.watch(id, (changed) => {
+      if (changed) seen.push(changed);
+    });
+    expect(await written).toMatchObject({ summary: true, status: 'completed' });
+    await eventually(async () => (seen.length > 0 ? true : undefined));
+    expect(seen).toEqual([await findStoredTask(t.app.db.kysely, id)]);
+    expect(seen[0]).toMatchObject({ status: 'completed', result: 7 });
+    unwatch();
+  });
+
   it('refuses a result JSON cannot carry without writing anything', async () => {
     const id = await start();
     const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
@@ -126,7 +209,9 @@ describe('OutcomeWriter', () => {
       version: c!.version + 1,
     });
     expect(retried!.run_at.getTime()).toBeGreaterThanOrEqual(before + 59_000);
-    expect(retried!.status_message).toMatch(/^Attempt 1 of 3 failed \(BOOM\); the next runs at /);
+    expect((retried as TaskRow).status_message).toMatch(
+      /^Attempt 1 of 3 failed \(BOOM\); the next runs at /,
+    );
     expect(refused).toBeUndefined();
     expect(await findStoredTask(t.app.db.kysely, d!.id)).toMatchObject({
       status: 'working',
