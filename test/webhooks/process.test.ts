@@ -92,9 +92,12 @@ describe.skipIf(backend !== 'pg')('webhooks across processes (Postgres)', () => 
       return rows[0]?.state === 'delivered' ? rows[0] : undefined;
     });
     expect(delivered.attempts).toBe(2);
-    expect(
-      second.logs().some((l) => l.msg === 'webhook attempt' && l.deliveryId === held!.id),
-    ).toBe(true);
+    // Log lines are written in batches (every 100 ms at the latest): wait for the attempt's.
+    await eventually(async () =>
+      second.logs().some((l) => l.msg === 'webhook attempt' && l.deliveryId === held!.id)
+        ? true
+        : undefined,
+    );
     await Promise.all([api.stop(), second.stop()]);
   }, 120_000);
 

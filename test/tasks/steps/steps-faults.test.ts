@@ -106,8 +106,11 @@ describe.skipIf(backend === 'pglite')(
 
       // No step was started after its entry was committed (same machine, one clock).
       const steps = await journalled(id);
-      const starts = server.logs().filter((l) => l.msg === 'step started' && l.taskId === id);
-      expect(starts.length).toBeGreaterThanOrEqual(8);
+      // Log lines are written in batches (every 100 ms at the latest).
+      const starts = await eventually(async () => {
+        const lines = server.logs().filter((l) => l.msg === 'step started' && l.taskId === id);
+        return lines.length >= 8 ? lines : undefined;
+      });
       for (const l of starts) expect(typeof l.time).toBe('number');
       const startedAgain = starts.filter((l) => {
         const entry = steps.find((s) => s.name === l.step);
