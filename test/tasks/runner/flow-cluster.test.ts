@@ -1,10 +1,11 @@
 import { once } from 'node:events';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, SECRET } from '../../helpers/app.js';
+import { eventually } from '../../helpers/app.js';
+import { databaseEnv } from '../../helpers/database-env.js';
 import { backend, freshDatabase, type TestDatabase } from '../../helpers/db.js';
 import { FIRST_CLAIMS_DDL, FIRST_CLAIMS_OF, mostInAnyWindow } from '../../helpers/first-claims.js';
-import { gqlAt, type NodeProcess, spawnNode } from '../../helpers/process.js';
+import { gqlAt, type NodeProcess, SERVER_ENV, spawnNode } from '../../helpers/process.js';
 import { readWriteToken } from '../../helpers/secret.js';
 
 /**
@@ -37,11 +38,9 @@ describe.runIf(backend === 'pg')(
       const node = spawnNode('test/helpers/work-server.ts', {
         ...process.env,
         NODE_ENV: 'test',
-        AUTH_JWT_SECRET: SECRET,
-        PORT: '0',
-        HOST: '127.0.0.1',
+        ...SERVER_ENV,
         LOG_LEVEL: 'warn',
-        DATABASE_URL: database.url!,
+        ...databaseEnv(database.url!),
         RUNNER_CONCURRENCY: '4',
         TASK_LEASE_MS: '2000',
       });
