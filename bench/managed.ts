@@ -8,9 +8,9 @@ import { migrate } from '../src/db/migrate.js';
 import { prepared } from '../src/db/pg-pool.js';
 import type { Database } from '../src/db/types.js';
 import { DEFAULT_RETRY } from '../src/tasks/retry.js';
+import { claimWork } from '../src/tasks/sql/claim.js';
 import { notifyChanged, notifyReady } from '../src/tasks/sql/common.js';
 import { insertTask } from '../src/tasks/sql/insert.js';
-import { claimWork } from '../src/tasks/sql/leases.js';
 
 /**
  * `npx tsx bench/managed.ts`: the claim beside delayed and held tasks (DESIGN §14), each figure

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskRow } from '../../src/db/types.js';
 import { defineTaskKind } from '../../src/tasks/kinds.js';
-import { claimWork } from '../../src/tasks/sql/leases.js';
+import { claimWork } from '../../src/tasks/sql/claim.js';
 import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
 import { backend } from '../helpers/db.js';
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTaskKind } from '../../src/tasks/kinds.js';
-import { claimWork } from '../../src/tasks/sql/leases.js';
+import { claimWork } from '../../src/tasks/sql/claim.js';
 import type { Task } from '../../src/tasks/task.js';
 import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
 import { FIRST_CLAIMS_DDL, mostInAnyWindow } from '../helpers/first-claims.js';

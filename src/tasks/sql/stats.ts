@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/types.js';
-import { claimable } from './leases.js';
+import { claimable } from './claim.js';
 
 /** What the metrics read from the database when scraped (DESIGN §13). */
 

@@ -2,8 +2,8 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Database } from '../../../src/db/types.js';
+import { claimTasks } from '../../../src/tasks/sql/claim.js';
 import { READY_CHANNEL } from '../../../src/tasks/sql/common.js';
-import { claimTasks } from '../../../src/tasks/sql/leases.js';
 import { eventually } from '../../helpers/app.js';
 import { backend } from '../../helpers/db.js';
 import {

@@ -3,10 +3,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_RETRY } from '../../../src/tasks/retry.js';
 import type { TaskAbortedError } from '../../../src/tasks/runner/runner.js';
 import { cancelTask } from '../../../src/tasks/sql/cancel.js';
+import { claimTasks } from '../../../src/tasks/sql/claim.js';
 import { findStoredTask } from '../../../src/tasks/sql/find.js';
 import { insertTask } from '../../../src/tasks/sql/insert.js';
 import {
-  claimTasks,
   completeTask,
   failLostTasks,
   failTask,

@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskRow } from '../../../src/db/types.js';
 import { defineTaskKind } from '../../../src/tasks/kinds.js';
 import { OutcomeWriter } from '../../../src/tasks/runner/outcome-writer.js';
+import { claimTasks } from '../../../src/tasks/sql/claim.js';
 import { findStoredTask } from '../../../src/tasks/sql/find.js';
 import { insertTask } from '../../../src/tasks/sql/insert.js';
-import { claimTasks } from '../../../src/tasks/sql/leases.js';
 import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
 
 /** Completions written together: one statement, each row fenced by its own lease, one NOTIFY each. */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTaskKind, KindRegistry, type TaskKind } from '../../../src/tasks/kinds.js';
 import { OutcomeRecorder } from '../../../src/tasks/runner/outcome.js';
 import { RunningTask, type RunningTaskOptions } from '../../../src/tasks/runner/running-task.js';
-import { claimTasks } from '../../../src/tasks/sql/leases.js';
+import { claimTasks } from '../../../src/tasks/sql/claim.js';
 import { ChildStarts } from '../../../src/tasks/steps/child-starts.js';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { untilAborted } from '../../helpers/kinds.js';
