@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTaskKind } from '../../src/tasks/kinds.js';
 import type { StartRequest } from '../../src/tasks/requests.js';
 import { releaseLeases } from '../../src/tasks/sql/leases.js';
-import type { Task } from '../../src/tasks/task.js';
 import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
 import { hold, untilAborted } from '../helpers/kinds.js';
 
@@ -29,22 +28,11 @@ const noted = defineTaskKind({
   },
 });
 
-/** Notes its run's input and completes at once. */
-const tally = defineTaskKind({
-  name: 'tally',
-  description: 'notes the input of each run',
-  inputSchema: { type: 'object' },
-  run: async ({ taskId, input }) => {
-    runs.set(taskId, [...(runs.get(taskId) ?? []), input]);
-    return null;
-  },
-});
-
 let t: TestApp;
 beforeAll(async () => {
   // The purge stays out of the rows these tests move back in time.
   t = await startTestApp({
-    kinds: [hold, noted, tally],
+    kinds: [hold, noted],
     env: { TASK_PURGE_INTERVAL_MS: '86400000', WEBHOOK_ALLOW_PRIVATE: 'true' },
   });
 });
@@ -314,98 +302,5 @@ describe('a burst', () => {
     expect(new Set(tasks.map((task) => task.id)).size).toBe(3);
     const [row] = await rowsOf('alice', [tasks[0]!.id]);
     expect(row?.input).toEqual({ v: 3 });
-  });
-});
-
-describe('a burst racing the claim', () => {
-  it('either joins the task before its claim or begins a new one: no run misses an input it answered', async () => {
-    const answers: Task[] = [];
-    // Due at once, so the runner claims while the starts go on arriving.
-    for (let wave = 0; wave < 8; wave++)
-      answers.push(
-        ...(await Promise.all(
-          Array.from({ length: 6 }, (_, i) =>
-            start({
-              kind: 'tally',
-              input: { n: wave * 6 + i },
-              debounce: { key: 'claim-race', delayMs: 0 },
-            }),
-          ),
-        )),
-      );
-    const ids = [...new Set(answers.map((task) => task.id))];
-    for (const id of ids)
-      await eventually(
-        async () => (await t.app.tasks.get(alice, id))?.status === 'completed' || undefined,
-      );
-    for (const id of ids) {
-      // The run saw the input of the last start the task answered (the highest version).
-      const mine = answers.filter((task) => task.id === id);
-      const last = mine.reduce((a, b) => (b.version > a.version ? b : a));
-      expect(runs.get(id)).toEqual([last.input]);
-    }
-    const open = await t.app.db.kysely
-      .selectFrom('tasks')
-      .select('id')
-      .where('debounce_key', '=', 'claim-race')
-      .execute();
-    expect(open).toHaveLength(0);
-  });
-});
-
-describe('refusals', () => {
-  const refused = (debounce: unknown, extra: Partial<StartRequest> = {}) =>
-    t.app.tasks.start(alice, { kind: 'hold', input: {}, debounce: debounce as never, ...extra });
-
-  it.each([
-    ['a key of 0 characters', { key: '', delayMs: 0 }, /debounce\.key/],
-    ['a key of 129 characters', { key: 'k'.repeat(129), delayMs: 0 }, /debounce\.key/],
-    ['a key with a control character', { key: 'a\nb', delayMs: 0 }, /debounce\.key/],
-    ['a key that is not a string', { key: 7, delayMs: 0 }, /debounce\.key/],
-    ['a negative delayMs', { key: 'k', delayMs: -1 }, /debounce\.delayMs.*0 to 86400000/],
-    ['a fractional delayMs', { key: 'k', delayMs: 1.5 }, /debounce\.delayMs/],
-    ['a delayMs over a day', { key: 'k', delayMs: 86_400_001 }, /debounce\.delayMs/],
-    ['no delayMs', { key: 'k' }, /debounce\.delayMs/],
-    [
-      'a maxDelayMs under delayMs',
-      { key: 'k', delayMs: 1_000, maxDelayMs: 999 },
-      /debounce\.maxDelayMs.*debounce\.delayMs \(1000\)/,
-    ],
-    [
-      'a maxDelayMs over a day',
-      { key: 'k', delayMs: 0, maxDelayMs: 86_400_001 },
-      /debounce\.maxDelayMs/,
-    ],
-    ['a debounce that is not an object', 'k', /debounce must be an object/],
-  ])('refuses %s as BAD_USER_INPUT naming the field', async (_what, debounce, message) => {
-    await expect(refused(debounce)).rejects.toMatchObject({ code: 'BAD_USER_INPUT', message });
-  });
-
-  it.each([
-    ['idempotencyKey', { idempotencyKey: 'once' }],
-    ['runAt', { runAt: new Date(Date.now() + MINUTE) }],
-    ['delayMs', { delayMs: 5 }],
-  ])('refuses debounce with %s, naming it', async (field, extra) => {
-    await expect(refused({ key: 'k', delayMs: 0 }, extra)).rejects.toMatchObject({
-      code: 'BAD_USER_INPUT',
-      message: new RegExp(`^${field} cannot be combined with debounce`),
-    });
-  });
-
-  it("refuses a delayMs past the task's retention", async () => {
-    await expect(refused({ key: 'k', delayMs: 2_000 }, { ttlMs: 1_000 })).rejects.toMatchObject({
-      code: 'BAD_USER_INPUT',
-      message: /debounce\.delayMs \(2000\) must not exceed the task's ttlMs \(1000\)/,
-    });
-  });
-
-  it('stores nothing for a refused start', async () => {
-    await refused({ key: 'refused', delayMs: -1 }).catch(() => undefined);
-    const rows = await t.app.db.kysely
-      .selectFrom('tasks')
-      .select('id')
-      .where('debounce_key', '=', 'refused')
-      .execute();
-    expect(rows).toHaveLength(0);
   });
 });
