@@ -15,7 +15,8 @@ import { LocalQueue } from './local-queue.js';
 import { OutcomeRecorder } from './outcome.js';
 import { Prefetch } from './prefetch.js';
 import { giveBack, type Reservation, Reservations, type ReservedSlots } from './reservations.js';
-import { RunningTask, type RunningTaskOptions, type TaskHost } from './running-task.js';
+import { RunningTask } from './running-task.js';
+import type { RunningTaskOptions, TaskHost } from './task-host.js';
 import { recordClaim } from './trace.js';
 import { windDown } from './wind-down.js';
 
