@@ -1,11 +1,5 @@
-import type { Kysely } from 'kysely';
-import type { Logger } from 'pino';
-import type { Database, TaskRow } from '../../db/types.js';
+import type { TaskRow } from '../../db/types.js';
 import { coerceError } from '../../errors.js';
-import type { TaskEvents } from '../events/hub.js';
-import type { KindRegistry } from '../kinds.js';
-import type { TaskObserver } from '../observer.js';
-import type { RetentionPolicy } from '../requests.js';
 import { claimWork } from '../sql/claim.js';
 import { failLostTasks, releaseLeases } from '../sql/leases.js';
 import { ChildStarts } from '../steps/child-starts.js';
@@ -15,75 +9,13 @@ import { LocalQueue } from './local-queue.js';
 import { OutcomeRecorder } from './outcome.js';
 import { Prefetch } from './prefetch.js';
 import { giveBack, type Reservation, Reservations, type ReservedSlots } from './reservations.js';
+import { DEFAULT_RETENTION, type RunnerOptions } from './runner-options.js';
 import { RunningTask } from './running-task.js';
 import type { RunningTaskOptions, TaskHost } from './task-host.js';
 import { recordClaim } from './trace.js';
-import { windDown } from './wind-down.js';
+import { claimInFlight, windDown } from './wind-down.js';
 
 export { type AbortCause, TaskAbortedError } from './aborted.js';
-
-/**
- * How long a stop waits for the claim in flight, which gives back what it took (see
- * `claimLoop`) while the database is still open. A claim answers within milliseconds; one that
- * has not answered by then is stuck on an unreachable database, which would refuse the
- * give-back too: the stop goes on, and whatever that claim took waits for its lease to lapse
- * (TASK_LEASE_MS), as a lost worker's would.
- */
-const CLAIM_IN_FLIGHT_WAIT_MS = 1_000;
-
-/** Waits for `promise` to settle, at most `ms`; leaves no timer behind. */
-async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
-  if (!promise) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    promise.catch(() => {}),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
-}
-
-export interface RunnerOptions {
-  db: Kysely<Database>;
-  events: TaskEvents;
-  kinds: KindRegistry;
-  log: Logger;
-  workerId: string;
-  /** Handlers running at once; tasks waiting for input do not count. */
-  concurrency: number;
-  /**
-   * Tasks claimed ahead of free slots, leased and kept in memory until a slot frees (see
-   * `LocalQueue`). Under a backlog it grows (see `Prefetch`). 0 claims only for free
-   * slots. @default 3 × concurrency, at most 1 000
-   */
-  prefetch?: number;
-  leaseMs: number;
-  /** Claim pass that runs even when no NOTIFY arrives. @default min(2000, leaseMs / 3) */
-  backstopMs?: number;
-  /** Least time between two progress writes of one task. @default 100 */
-  progressThrottleMs?: number;
-  /** Told of claims, runs and lost leases (metrics). */
-  observer?: TaskObserver;
-  /**
-   * The retention bounds a handler's child tasks are started with (DESIGN §16).
-   * @default TASK_*_TTL_MS's defaults
-   */
-  retention?: RetentionPolicy;
-  /** Where signal URLs point (PUBLIC_URL, else the listening address). @default http://127.0.0.1:4000 */
-  publicUrl?: () => string;
-  /**
-   * How a claim orders the tasks of one priority (RUNNER_FAIRNESS, DESIGN §17): `owner` takes
-   * owners in turn, `fifo` the earliest due first. @default 'owner'
-   */
-  fairness?: 'owner' | 'fifo';
-}
-
-const DEFAULT_RETENTION: RetentionPolicy = {
-  defaultTtlMs: 3_600_000,
-  minTtlMs: 1_000,
-  maxTtlMs: 604_800_000,
-};
 
 /**
  * Runs tasks in this process: woken by NOTIFY (and a backstop poll), claims with
@@ -343,7 +275,7 @@ export class Runner implements ReservedSlots, TaskHost {
     clearInterval(this.backstopTimer);
     this.waker.stop();
     for (const off of this.unsubscribe) off();
-    await settledWithin(this.waker.pass, CLAIM_IN_FLIGHT_WAIT_MS);
+    await claimInFlight(this.waker.pass);
     const { db, log, workerId } = this.options;
     await windDown(
       {

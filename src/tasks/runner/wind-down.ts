@@ -8,6 +8,33 @@ import type { LeaseKeeper } from './lease-keeper.js';
 import type { LocalQueue } from './local-queue.js';
 import type { RunningTask } from './running-task.js';
 
+/**
+ * How long a stop waits for the claim in flight, which gives back what it took (see
+ * `claimLoop`) while the database is still open. A claim answers within milliseconds; one that
+ * has not answered by then is stuck on an unreachable database, which would refuse the
+ * give-back too: the stop goes on, and whatever that claim took waits for its lease to lapse
+ * (TASK_LEASE_MS), as a lost worker's would.
+ */
+const CLAIM_IN_FLIGHT_WAIT_MS = 1_000;
+
+/** Waits for `promise` to settle, at most `ms`; leaves no timer behind. */
+async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
+  if (!promise) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise.catch(() => {}),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+/** A stop's first wait: the claim in flight, if any, for at most CLAIM_IN_FLIGHT_WAIT_MS. */
+export function claimInFlight(pass: Promise<unknown> | undefined): Promise<void> {
+  return settledWithin(pass, CLAIM_IN_FLIGHT_WAIT_MS);
+}
+
 /** What a stopping runner holds. */
 export interface Holdings {
   db: Kysely<Database>;
