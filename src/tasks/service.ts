@@ -4,9 +4,7 @@ import type { Database, Executor } from '../db/types.js';
 import { answerInput } from './answer.js';
 import { cancelMatching, cancelOne } from './cancel.js';
 import type { TaskEvents } from './events/hub.js';
-import { subscribeToOwner } from './events/owner-subscription.js';
-import { subscribeToTask } from './events/subscription.js';
-import { checkFilter, type TaskFilter } from './filter.js';
+import type { TaskFilter } from './filter.js';
 import { Gate } from './gate.js';
 import type { KindRegistry, TaskKind } from './kinds.js';
 import { listChildrenFor, listFor } from './listing.js';
@@ -24,9 +22,9 @@ import { retryTask } from './rerun.js';
 import { prepareStart, type StartContext, startBatch, writeStart } from './start.js';
 import { type RunsHere, StartsHere } from './start-here.js';
 import { TaskJournals } from './steps/journals.js';
+import { TaskSubscriptions } from './subscriptions.js';
 import { type Task, toTask, visible } from './task.js';
 import { checkId } from './validation.js';
-import { ownerFor } from './visibility.js';
 import type { WebhookRequest } from './webhooks/rules.js';
 import { TaskWebhooks } from './webhooks/task-webhooks.js';
 
@@ -61,6 +59,8 @@ export class TaskService {
   readonly webhooks: TaskWebhooks;
   /** A task's journal: its steps and the signals sent to it (DESIGN §16), for the faces. */
   readonly journals: TaskJournals;
+  /** A task's changes, or all of an owner's, as they happen (DESIGN §4), for the faces. */
+  readonly subscriptions: TaskSubscriptions;
   /**
    * Scope, rate limit and audit line of every operation; the faces ask it at their door
    * (`authorize` before reading a body, `refused` for a request without a valid token).
@@ -71,7 +71,6 @@ export class TaskService {
   private readonly events: TaskEvents;
   private readonly kinds: KindRegistry;
   private readonly retention: RetentionPolicy;
-  private readonly log: Logger;
 
   constructor(options: TaskServiceOptions) {
     const { db, events, log } = options;
@@ -79,11 +78,11 @@ export class TaskService {
     this.events = events;
     this.kinds = options.kinds;
     this.retention = options.retention;
-    this.log = log;
     this.gate = new Gate(log, options.rateLimiter);
     this.webhooks = new TaskWebhooks(db, options.webhookPolicy?.allowPrivate ?? false);
     this.starts = new StartsHere(db, events, options.runner);
     this.journals = new TaskJournals(db, events, this.gate);
+    this.subscriptions = new TaskSubscriptions(events, this.gate, log);
   }
 
   listKinds(): TaskKind[] {
@@ -314,50 +313,7 @@ export class TaskService {
       (pages) => [null, `ok:${pages.reduce((n, page) => n + page.tasks.length, 0)}`],
     );
   }
-
-  /**
-   * The task's current state, then every later version in increasing order; ends after the
-   * final state, or when the task expires or is deleted, or at `until` (epoch ms).
-   * @throws ServiceError NOT_FOUND, before anything is sent, for a task the actor cannot see
-   */
-  subscribe(actor: Actor, id: string, until?: number): Promise<AsyncIterableIterator<Task>> {
-    return this.gate.around(
-      actor,
-      'taskUpdated',
-      id,
-      () => subscribeToTask(this.events, checkId(id), this.scope(actor), until),
-      () => [null, 'subscribed'],
-    );
-  }
-
-  /**
-   * Every later change of the actor's tasks (admins: of `owner`'s) in version order per task,
-   * filtered by status; ends at `until` (epoch ms).
-   * @throws ServiceError FORBIDDEN when a non-admin names another principal
-   */
-  subscribeAll(
-    actor: Actor,
-    request: Pick<ListRequest, 'statuses' | 'owner' | 'filter'>,
-    until?: number,
-  ): Promise<AsyncIterableIterator<Task>> {
-    return this.gate.around(
-      actor,
-      'tasksUpdated',
-      null,
-      async () => {
-        const owner = ownerFor(actor, request.owner ?? request.filter?.owner, 'follow');
-        return subscribeToOwner(
-          this.events,
-          { owner, statuses: request.statuses, filter: checkFilter(request.filter), until },
-          this.log,
-        );
-      },
-      () => [null, 'subscribed'],
-    );
-  }
 }
-
-/** Who sends a signal through a signal URL, in the audit trail and for the rate limit. */
 
 /** Rows one bulk-cancel statement may lock at most. */
 export { CANCEL_BATCH_SIZE } from './cancel.js';

@@ -58,7 +58,7 @@ describe('retries', () => {
   /** Every version of the task as it changes, until it is final. */
   async function follow(id: string): Promise<Task[]> {
     const seen: Task[] = [];
-    for await (const task of await t.app.tasks.subscribe(alice, id)) seen.push(task);
+    for await (const task of await t.app.tasks.subscriptions.toTask(alice, id)) seen.push(task);
     versions.set(id, seen);
     return seen;
   }

@@ -96,7 +96,7 @@ export class TaskRequestHandler implements A2ARequestHandler {
         if (delivery.message) return delivery.message;
         let { task } = delivery;
         if (!params.configuration?.returnImmediately && !settled(task)) {
-          const updates = await this.tasks.subscribe(
+          const updates = await this.tasks.subscriptions.toTask(
             caller.actor,
             task.id,
             caller.principal.expiresAt,
@@ -130,7 +130,7 @@ export class TaskRequestHandler implements A2ARequestHandler {
     }
     const { task } = delivery;
     const updates = await this.call(context, () =>
-      this.tasks.subscribe(caller.actor, task.id, caller.principal.expiresAt),
+      this.tasks.subscriptions.toTask(caller.actor, task.id, caller.principal.expiresAt),
     );
     yield* this.stream(follow(updates, caller.actor, caller.signal));
   }
@@ -141,7 +141,7 @@ export class TaskRequestHandler implements A2ARequestHandler {
   ): AsyncGenerator<StreamResponse, void, undefined> {
     const caller = callerOf(context);
     const { updates, first } = await this.call(context, async () => {
-      const updates = await this.tasks.subscribe(
+      const updates = await this.tasks.subscriptions.toTask(
         caller.actor,
         taskIdOf(params.id),
         caller.principal.expiresAt,

@@ -135,7 +135,7 @@ builder.subscriptionFields((t) => ({
     authScopes: scopeOf('taskUpdated'),
     args: { id: t.arg.id({ required: true }) },
     subscribe: (_root, { id }, context) =>
-      context.tasks.subscribe(actor(context), String(id), context.streamUntil),
+      context.tasks.subscriptions.toTask(actor(context), String(id), context.streamUntil),
     resolve: (task: Task) => task,
   }),
   tasksUpdated: t.field({
@@ -152,7 +152,7 @@ builder.subscriptionFields((t) => ({
       }),
     },
     subscribe: (_root, args, context) =>
-      context.tasks.subscribeAll(
+      context.tasks.subscriptions.toOwner(
         actor(context),
         {
           statuses: (args.status as TaskStatus[] | null | undefined) ?? null,

@@ -78,7 +78,7 @@ describe('the event hub', () => {
   it('keeps only the newest pending state for a subscriber that does not read, and still delivers the final one', async () => {
     const actor = { id: 'alice', admin: false };
     const id = await start({ ms: 1_000, steps: 20 });
-    const slow = await t.app.tasks.subscribe(actor, id);
+    const slow = await t.app.tasks.subscriptions.toTask(actor, id);
     const since = (await t.app.tasks.get(actor, id))!.version;
     // A fast subscriber, over WebSocket, follows the run to its end while the slow one reads
     // nothing; the task changes many times after the slow one subscribed.

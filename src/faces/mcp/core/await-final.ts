@@ -59,7 +59,7 @@ export function isFlatForm(schema: unknown): schema is ElicitRequestFormParams['
  */
 export async function awaitFinal(wait: AwaitFinal): Promise<Task> {
   const { tasks, actor, taskId, signal, stopping } = wait;
-  const stream = await tasks.subscribe(actor, taskId, wait.tokenExpiresAt);
+  const stream = await tasks.subscriptions.toTask(actor, taskId, wait.tokenExpiresAt);
   const stop = () => void stream.return?.();
   signal.addEventListener('abort', stop, { once: true });
   stopping.addEventListener('abort', stop, { once: true });

@@ -44,7 +44,10 @@ export async function listen(call: Call, res: ServerResponse): Promise<void> {
   for (const id of new Set((taskIds ?? []) as string[])) {
     if (!isTaskId(id)) continue;
     try {
-      streams.push({ id, stream: await tasks.subscribe(actor, id, call.principal.expiresAt) });
+      streams.push({
+        id,
+        stream: await tasks.subscriptions.toTask(actor, id, call.principal.expiresAt),
+      });
     } catch (err) {
       if (!(err instanceof ServiceError && err.code === 'NOT_FOUND')) throw err;
     }
