@@ -1,10 +1,15 @@
-import { once } from 'node:events';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/app.js';
 import { databaseEnv } from '../../helpers/database-env.js';
 import { backend, freshDatabaseAndClient, type TestDatabase } from '../../helpers/db.js';
-import { gqlAt, type NodeProcess, SERVER_ENV, spawnNode } from '../../helpers/process.js';
+import {
+  gqlAt,
+  loggedLine,
+  type NodeProcess,
+  SERVER_ENV,
+  spawnNode,
+} from '../../helpers/process.js';
 import { readWriteToken } from '../../helpers/secret.js';
 
 /**
@@ -39,16 +44,12 @@ describe.runIf(backend === 'pg')('several questions across processes', { timeout
       ...databaseEnv(database.url!),
       TASK_LEASE_MS: '1500',
     });
-    for (;;) {
-      const ready = node.logs().find((l) => l.msg === 'questions server listening');
-      if (ready) {
-        const server = { node, url: ready.url as string, pid: ready.pid as number };
-        servers.push(server);
-        return server;
-      }
-      if (node.child.exitCode !== null) throw new Error(`server exited: ${node.stderr()}`);
-      await once(node.child.stdout!, 'data');
-    }
+    const ready = await loggedLine(node, 'questions server listening', {
+      name: 'the questions server',
+    });
+    const server = { node, url: ready.url as string, pid: ready.pid as number };
+    servers.push(server);
+    return server;
   }
 
   const row = async (id: string) =>

@@ -1,11 +1,16 @@
-import { once } from 'node:events';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/app.js';
 import { databaseEnv } from '../../helpers/database-env.js';
 import { backend, freshDatabase, type TestDatabase } from '../../helpers/db.js';
 import { FIRST_CLAIMS_DDL, FIRST_CLAIMS_OF, mostInAnyWindow } from '../../helpers/first-claims.js';
-import { gqlAt, type NodeProcess, SERVER_ENV, spawnNode } from '../../helpers/process.js';
+import {
+  gqlAt,
+  loggedLine,
+  type NodeProcess,
+  SERVER_ENV,
+  spawnNode,
+} from '../../helpers/process.js';
 import { readWriteToken } from '../../helpers/secret.js';
 
 /**
@@ -44,16 +49,13 @@ describe.runIf(backend === 'pg')(
         RUNNER_CONCURRENCY: '4',
         TASK_LEASE_MS: '2000',
       });
-      for (;;) {
-        const ready = node.logs().find((l) => l.msg === 'work server listening');
-        if (ready) {
-          const server = { node, url: ready.url as string, pid: ready.pid as number };
-          servers.push(server);
-          return server;
-        }
-        if (node.child.exitCode !== null) throw new Error(`work server exited: ${node.stderr()}`);
-        await once(node.child.stdout!, 'data');
-      }
+      const ready = await loggedLine(node, 'work server listening', {
+        name: 'the work server',
+        timeoutMs: 120_000,
+      });
+      const server = { node, url: ready.url as string, pid: ready.pid as number };
+      servers.push(server);
+      return server;
     }
 
     async function firstClaims(key: string): Promise<Array<{ task_id: string; at: Date }>> {

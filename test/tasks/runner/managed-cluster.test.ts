@@ -1,10 +1,15 @@
-import { once } from 'node:events';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/app.js';
 import { databaseEnv } from '../../helpers/database-env.js';
 import { backend, freshDatabase, type TestDatabase } from '../../helpers/db.js';
-import { gqlAt, type NodeProcess, SERVER_ENV, spawnNode } from '../../helpers/process.js';
+import {
+  gqlAt,
+  loggedLine,
+  type NodeProcess,
+  SERVER_ENV,
+  spawnNode,
+} from '../../helpers/process.js';
 import { readWriteToken } from '../../helpers/secret.js';
 
 /**
@@ -63,16 +68,13 @@ describe.runIf(backend === 'pg')('managing the work across processes', { timeout
       RUNNER_CONCURRENCY: '4',
       TASK_LEASE_MS: '3000',
     });
-    for (;;) {
-      const ready = node.logs().find((l) => l.msg === 'work server listening');
-      if (ready) {
-        const server = { node, url: ready.url as string, pid: ready.pid as number };
-        servers.push(server);
-        return server;
-      }
-      if (node.child.exitCode !== null) throw new Error(`work server exited: ${node.stderr()}`);
-      await once(node.child.stdout!, 'data');
-    }
+    const ready = await loggedLine(node, 'work server listening', {
+      name: 'the work server',
+      timeoutMs: 120_000,
+    });
+    const server = { node, url: ready.url as string, pid: ready.pid as number };
+    servers.push(server);
+    return server;
   }
 
   async function start(url: string, input: Record<string, unknown>): Promise<string> {
