@@ -44,3 +44,10 @@ export function withoutNotifyColumns(row: TaskRow | undefined): TaskRow | undefi
   } = row as TaskRow & Record<string, unknown>;
   return rest as TaskRow;
 }
+
+/**
+ * The label rows a label filter walks (migrations/0005_labels.sql) of the tasks a statement's
+ * CTE `t` returns: every start writes them so.
+ */
+export const insertLabelRows = sql`insert into task_labels (owner, key, value, created_at, task_id)
+    select t.owner, e.key, e.value, t.created_at, t.id from t, jsonb_each_text(t.labels) e`;

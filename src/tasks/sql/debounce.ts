@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../../db/types.js';
 import type { Debounce } from '../debounce.js';
+import { insertLabelRows } from './common.js';
 
 /**
  * DESIGN §17 debounce in the store. A burst is open while its task has not started: the unique
@@ -58,11 +59,7 @@ export function labelsReplaced(startedId: string): RawBuilder<unknown> {
     delete from task_labels tl using t
     where tl.task_id = t.id and t.id <> ${startedId}::uuid
       and not t.labels @> jsonb_build_object(tl.key, tl.value)
-  ), l as (
-    insert into task_labels (owner, key, value, created_at, task_id)
-    select t.owner, e.key, e.value, t.created_at, t.id from t, jsonb_each_text(t.labels) e
-    on conflict do nothing
-  )`;
+  ), l as (${insertLabelRows} on conflict do nothing)`;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { prepared } from '../../db/pg-pool.js';
 import type { Executor, TaskRow } from '../../db/types.js';
-import { jsonText, notifyChanged, notifyReady } from './common.js';
+import { insertLabelRows, jsonText, notifyChanged, notifyReady } from './common.js';
 import type { NewTask } from './insert.js';
 
 /**
@@ -59,11 +59,7 @@ export async function insertTasks(
       from r, c order by r.n
       on conflict (owner, idempotency_key) where idempotency_key is not null do nothing
       returning *
-    ), l as (
-      -- the label rows a label filter walks (migrations/0005_labels.sql)
-      insert into task_labels (owner, key, value, created_at, task_id)
-      select t.owner, e.key, e.value, t.created_at, t.id from t, jsonb_each_text(t.labels) e
-    ), announced as (
+    ), l as (${insertLabelRows}), announced as (
       select ${notifyChanged}, ${notifyReady} from t
     )
     -- notified by the condition (evaluated once), so that the rows are the tasks' own

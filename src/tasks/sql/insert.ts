@@ -3,7 +3,13 @@ import { prepared } from '../../db/pg-pool.js';
 import type { Executor, TaskRow } from '../../db/types.js';
 import type { Debounce } from '../debounce.js';
 import type { RetryPolicy } from '../retry.js';
-import { json, notifyChanged, notifyReady, withoutNotifyColumns } from './common.js';
+import {
+  insertLabelRows,
+  json,
+  notifyChanged,
+  notifyReady,
+  withoutNotifyColumns,
+} from './common.js';
 import { joinOpenBurst, labelsReplaced, releaseExpiredBurst } from './debounce.js';
 
 export interface NewTask {
@@ -118,11 +124,7 @@ export async function insertTask(
         insert into tasks ${COLUMNS} ${startValues(task, lease)}
         on conflict (owner, idempotency_key) where idempotency_key is not null do nothing
         returning *
-      ), l as (
-        -- the label rows a label filter walks (migrations/0005_labels.sql)
-        insert into task_labels (owner, key, value, created_at, task_id)
-        select t.owner, e.key, e.value, t.created_at, t.id from t, jsonb_each_text(t.labels) e
-      )${extra?.ctes ?? sql``}
+      ), l as (${insertLabelRows})${extra?.ctes ?? sql``}
       select t.*, ${notifyChanged} as notified,
         case when t.worker_id is null then ${notifyReady} end as ready${extra?.column ?? sql``}
       from t`.execute(db);

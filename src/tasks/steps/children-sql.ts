@@ -1,6 +1,12 @@
 import { sql } from 'kysely';
 import type { Executor, TaskRow } from '../../db/types.js';
-import { jsonText, notifyChanged, notifyReady, withoutNotifyColumns } from '../sql/common.js';
+import {
+  insertLabelRows,
+  jsonText,
+  notifyChanged,
+  notifyReady,
+  withoutNotifyColumns,
+} from '../sql/common.js';
 import type { NewTask } from '../sql/insert.js';
 import type { Lease } from '../sql/leases.js';
 
@@ -72,10 +78,7 @@ export async function startChildren(
              c.rate_limit_key, c.rate_limit, c.rate_period_ms
       from c, p
       returning *
-    ), l as (
-      insert into task_labels (owner, key, value, created_at, task_id)
-      select t.owner, e.key, e.value, t.created_at, t.id from t, jsonb_each_text(t.labels) e
-    ), s as (
+    ), l as (${insertLabelRows}), s as (
       insert into task_steps (task_id, name, position, state, attempts, ended_at, child_id)
       select p.id, c.name, c.position, 'COMPLETED', 1, now(), c.id from p, c
     )
