@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { requestBody } from './receiver.js';
 
 /** One span as an OTLP/HTTP JSON export carried it, flattened. */
 export interface ReceivedSpan {
@@ -52,15 +53,15 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const others: string[] = [];
   const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = await requestBody(req);
+    if (text === undefined) return; // an exporter that gave up mid-body
     if (req.url !== '/v1/traces') {
       others.push(req.url ?? '');
       res.writeHead(404).end();
       return;
     }
     try {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const body = JSON.parse(text);
       for (const resourceSpans of body.resourceSpans ?? []) {
         const service = String(attributesOf(resourceSpans.resource?.attributes)['service.name']);
         for (const scope of resourceSpans.scopeSpans ?? [])

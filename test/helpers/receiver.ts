@@ -29,6 +29,21 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
+/**
+ * A request's whole body, or `undefined` when the sender aborted it before the end — as a
+ * sender stopped past its grace does. Reading an aborted request throws; a receiver's handler
+ * must not turn that into an unhandled rejection of the test run.
+ */
+export async function requestBody(req: IncomingMessage): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+  } catch {
+    return undefined;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** A real webhook receiver on a loopback port of its own. */
 export async function startReceiver(answer: Answer = () => 200): Promise<Receiver> {
   const waiters: Array<{ count: number; resolve: (r: Received[]) => void }> = [];
@@ -49,9 +64,8 @@ export async function startReceiver(answer: Answer = () => 200): Promise<Receive
       }),
   };
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString('utf8');
+    const body = await requestBody(req);
+    if (body === undefined) return; // the sender gave up mid-body: nothing arrived
     let json: unknown;
     try {
       json = JSON.parse(body);

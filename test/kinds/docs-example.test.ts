@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskKind } from '../../src/index.js';
 import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
 import { ROOT } from '../helpers/process.js';
+import { requestBody } from '../helpers/receiver.js';
 
 /**
  * docs/kinds.md's worked example, a payment callback through `ctx.signalUrl`, runs as
@@ -38,9 +39,7 @@ let checkout: TaskKind<any, any>;
 let file: string;
 
 async function bodyOf(req: IncomingMessage): Promise<any> {
-  let text = '';
-  for await (const chunk of req) text += chunk;
-  return JSON.parse(text || 'null');
+  return JSON.parse((await requestBody(req)) || 'null');
 }
 
 beforeAll(async () => {
