@@ -47,7 +47,11 @@ describe('GET /metrics', () => {
   const status = async (id: string) => (await t.gql(GET, { id }, token)).data.task?.status;
 
   beforeAll(async () => {
-    t = await startTestApp({ env: { RUNNER_CONCURRENCY: '1', TASK_MIN_TTL_MS: '100' } });
+    // No prefetch: a task waiting for the one slot stays in the database's queue, where the
+    // queue series count it, rather than leased in this process's local queue.
+    t = await startTestApp({
+      env: { RUNNER_CONCURRENCY: '1', RUNNER_PREFETCH: '0', TASK_MIN_TTL_MS: '100' },
+    });
     token = await t.token('alice');
   });
   afterAll(() => t?.stop());
@@ -73,8 +77,10 @@ describe('GET /metrics', () => {
         status: '200',
       }) ?? 0;
 
-    // One slot: an hour-long sleep holds it, two more wait in the queue.
+    // One slot: an hour-long sleep holds it (running before the others start, so no claim
+    // can take them first), two more wait in the queue.
     const hour = await start({ ms: 3_600_000 });
+    await eventually(async () => (t.app.runner?.holds(hour) ? true : undefined));
     const queued = [await start({ ms: 0 }), await start({ ms: 0 })];
     const ws = t.ws(token);
     const followed = collect(ws, FOLLOW, { id: hour });
