@@ -14,19 +14,34 @@ function readable(production: boolean): boolean {
 const WRITE_AT_BYTES = 4_096;
 /** The longest a line waits in a quiet process before it is written. */
 const FLUSH_EVERY_MS = 100;
-/**
- * Most bytes of lines kept while stdout does not take them (a reader that stopped reading):
- * lines past it are dropped, not kept in memory. A second or more of a busy server's lines.
- */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+/** The destinations whose kept lines the process writes as it exits. */
+const open = new Set<WeakRef<{ flushSync(): void }>>();
+
+/** Writes every destination's kept lines when the process exits, however it exits. */
+function flushOnExit(destination: { flushSync(): void }): void {
+  if (open.size === 0)
+    process.once('exit', () => {
+      for (const ref of open)
+        try {
+          ref.deref()?.flushSync();
+        } catch {
+          // stdout closed: nothing can take the lines any more
+        }
+    });
+  open.add(new WeakRef(destination));
+}
 
 /**
- * The process's logger at `LOG_LEVEL`. JSON lines on stdout are written asynchronously and in
- * batches: lines wait in a buffer until it holds WRITE_AT_BYTES, or for at most FLUSH_EVERY_MS,
- * and go out in one write, instead of a write per line (a request line and an audit line per
- * request were a sixth of a busy server's time). The buffer is bounded (MAX_BUFFERED_BYTES).
- * What is buffered is written synchronously when the process exits, however it exits
- * (`process.exit`, the end of the event loop, or an uncaught exception: pino's exit handler).
+ * The process's logger at `LOG_LEVEL`. JSON lines on stdout are written in batches: lines wait
+ * in a buffer until it holds WRITE_AT_BYTES, or for at most FLUSH_EVERY_MS, and go out in one
+ * write, instead of a write per line (a request line and an audit line per request were a
+ * sixth of a busy server's time). Each batch is written synchronously, from this thread: a
+ * write handed to another thread may still be waiting there when the process exits, and its
+ * lines are lost (pino's asynchronous destination loses the batch in flight so). What is kept
+ * is written when the process exits, however it exits (`process.exit`, the end of the event
+ * loop, an uncaught exception). Like every synchronous log, a stdout that stops taking lines
+ * holds the process at its next batch.
  */
 export function createLogger(config: Pick<Config, 'logLevel' | 'production'>): Logger {
   const level = config.logLevel;
@@ -43,14 +58,12 @@ export function createLogger(config: Pick<Config, 'logLevel' | 'production'>): L
         },
       },
     });
-  return pino(
-    { level },
-    pino.destination({
-      dest: 1,
-      sync: false,
-      minLength: WRITE_AT_BYTES,
-      periodicFlush: FLUSH_EVERY_MS,
-      maxLength: MAX_BUFFERED_BYTES,
-    }),
-  );
+  const destination = pino.destination({
+    dest: 1,
+    sync: true,
+    minLength: WRITE_AT_BYTES,
+    periodicFlush: FLUSH_EVERY_MS,
+  });
+  flushOnExit(destination);
+  return pino({ level }, destination);
 }
