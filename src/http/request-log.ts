@@ -11,8 +11,11 @@ const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
  * One line per request once it is answered: method, route, path, status, `responseTime` in
  * ms, the principal and `reqId` (also sent as `x-request-id`). Headers and the query string
  * are never logged, so no token is; the principal is the subject of a token this request
- * already had verified (looked up, never verified again). Probes log at debug, server errors
- * and requests whose connection closed before the answer was sent at error.
+ * already had verified (looked up, never verified again). Probes log at debug; a `503` at warn:
+ * it is an answer the server meant (the database unreachable or read-only, a stop under way),
+ * whose cause is logged once per episode, and a failover's window must not page anyone once
+ * per request. Other server errors, and requests whose connection closed before the answer
+ * was sent, log at error.
  *
  * Written here rather than with pino-http: that builds two child loggers per request, which
  * on a poll cost as much as the rest of the line; this builds the line once, and not at all
@@ -26,8 +29,15 @@ export function requestLogger(log: Logger, verifier: TokenVerifier) {
     res.once('close', () => {
       const path = (req.url ?? '/').split('?')[0]!;
       const answered = res.writableFinished;
-      const level: Level =
-        !answered || res.statusCode >= 500 ? 'error' : PROBES.has(path) ? 'debug' : 'info';
+      const level: Level = !answered
+        ? 'error'
+        : res.statusCode === 503
+          ? 'warn'
+          : res.statusCode >= 500
+            ? 'error'
+            : PROBES.has(path)
+              ? 'debug'
+              : 'info';
       if (!log.isLevelEnabled(level)) return;
       log[level](
         {
