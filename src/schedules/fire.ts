@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Executor } from '../db/types.js';
 import { coerceError, ServiceError } from '../errors.js';
+import { ownerActor } from '../tasks/requests.js';
 import type { TaskService } from '../tasks/service.js';
 import { planDue } from './due.js';
 import { startRequestOf } from './schedule.js';
@@ -68,7 +69,7 @@ async function fireOne(
     try {
       const { task, created } = await ctx.tasks.startWithin(
         trx,
-        { id: schedule.owner, admin: false },
+        ownerActor(schedule.owner),
         startRequestOf(schedule, occurrence),
         schedule.key,
       );

@@ -1,6 +1,6 @@
 import type { Executor } from '../db/types.js';
 import { notFound, ServiceError } from '../errors.js';
-import { type Actor, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../tasks/requests.js';
+import { type Actor, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ownerActor } from '../tasks/requests.js';
 import type { TaskService } from '../tasks/service.js';
 import type { Task } from '../tasks/task.js';
 import { ownerFor } from '../tasks/visibility.js';
@@ -82,10 +82,7 @@ export class ScheduleService {
           concurrency_key: request.concurrencyKey ?? null,
         };
         // An occurrence's task as it will be started, checked now (the key as the longest).
-        this.tasks.checkStart(
-          { id: whose, admin: false },
-          startRequestOf(stored, Date.UTC(2000, 0, 1)),
-        );
+        this.tasks.checkStart(ownerActor(whose), startRequestOf(stored, Date.UTC(2000, 0, 1)));
         const next = timetable.after(this.clock.now());
         return this.db.transaction().execute(async (trx) => {
           const { count, exists } = await countLocked(trx, whose, key);
@@ -217,7 +214,7 @@ export class ScheduleService {
           if (!row) throw notFound('Schedule');
           const { task } = await this.tasks.startWithin(
             trx,
-            { id: whose, admin: false },
+            ownerActor(whose),
             startRequestOf(row, null),
             row.key,
           );

@@ -15,6 +15,15 @@ export interface Actor {
   scopes?: ReadonlySet<string>;
 }
 
+/**
+ * The owner `id` as an actor without admin powers: how the process acts for an owner (a
+ * schedule's occurrence, a parent's child, a webhook's view of its own task) and how a caller
+ * whose token grants no admin power is seen.
+ */
+export function ownerActor(id: string): Actor {
+  return { id, admin: false };
+}
+
 export interface StartRequest {
   kind: string;
   input?: unknown;

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { TaskRow } from '../db/types.js';
 import { reportOf } from '../tasks/handle.js';
+import { ownerActor } from '../tasks/requests.js';
 import { type Task, toTask } from '../tasks/task.js';
 
 /**
@@ -87,7 +88,7 @@ export function standardBody(task: Task): unknown {
   return {
     type: 'task.status',
     timestamp: task.lastUpdatedAt.toISOString(),
-    data: reportOf(task, { id: task.owner, admin: false }),
+    data: reportOf(task, ownerActor(task.owner)),
     version: task.version,
   };
 }

@@ -1,5 +1,6 @@
 import { StreamResponse, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { ownerActor } from '../../tasks/requests.js';
 import type { TaskService } from '../../tasks/service.js';
 import { isTerminal } from '../../tasks/status.js';
 import type { Task } from '../../tasks/task.js';
@@ -79,7 +80,7 @@ export function a2aPushConfigs(tasks: TaskService): PushConfigs {
  * non-terminal version and the whole `task` (artifacts included) for the terminal one.
  */
 export function a2aPushBody(task: Task): unknown {
-  const owner = { id: task.owner, admin: false };
+  const owner = ownerActor(task.owner);
   return StreamResponse.toJSON(
     isTerminal(task.status) ? taskEvent(task, owner) : statusEvent(task, owner),
   );

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database, StepRow, TaskRow } from '../../db/types.js';
 import { ServiceError } from '../../errors.js';
 import type { ChildOptions, KindRegistry } from '../kinds.js';
-import type { RetentionPolicy } from '../requests.js';
+import { ownerActor, type RetentionPolicy } from '../requests.js';
 import type { Lease } from '../sql/leases.js';
 import { prepareStart } from '../start.js';
 import { MAX_CHILDREN, type NewChild, startChildren } from './children-sql.js';
@@ -57,7 +57,7 @@ export class ChildStarts {
       const left = parent.expires_at.getTime() - Date.now();
       const prepared = prepareStart(
         { kinds: this.kinds, retention: this.retention },
-        { id: parent.owner, admin: false },
+        ownerActor(parent.owner),
         {
           kind: request.kind,
           input: request.input,
