@@ -3,6 +3,10 @@
  * bench`; `npm run bench` runs them in every full run, with --expose-gc for the RSS row): the
  * three rows of DESIGN §16's Cost, each beside its floor measured in the same run, on one
  * ROLE=all app in this process (RUNNER_CONCURRENCY=8) over a throwaway Postgres database.
+ * `npm run bench` runs them in a process of their own (see `stepsInOwnProcess`), so the RSS
+ * row starts from a process that did nothing else before: a process that ran the other rows'
+ * apps, loads and clients first has its allocator and heap shaped by them, and its RSS moved
+ * by −60 to +225 MiB across runs with the heap in use falling each time.
  *
  * - steps: a handler of 100 `ctx.step`s against one doing the same 100 awaits plainly, per
  *   step, against one bare INSERT commit on the same database (floor: ≤ 1 durable commit).
@@ -18,7 +22,7 @@ import { loadConfig } from '../src/config/config.js';
 import { defineTaskKind } from '../src/tasks/kinds.js';
 import type { Task } from '../src/tasks/task.js';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
-import { BASE_URL, fmt, out, runs, targets, verdict } from './common.js';
+import { BASE_URL, fmt, out, report, runs, targets, verdict } from './common.js';
 import { percentile } from './load.js';
 
 const ALICE = { id: 'alice', admin: false };
@@ -143,6 +147,12 @@ async function stepsRow(app: App, url: string): Promise<void> {
 
 const rssMiB = () => process.memoryUsage().rss / 2 ** 20;
 const heapMiB = () => process.memoryUsage().heapUsed / 2 ** 20;
+/** The parts of the process's memory, MiB: what RSS growth is made of. */
+const memoryParts = () => {
+  const m = process.memoryUsage();
+  const mib = (n: number) => fmt(n / 2 ** 20, 1);
+  return `rss ${mib(m.rss)}, heap committed ${mib(m.heapTotal)}, heap used ${mib(m.heapUsed)}, external ${mib(m.external)} (array buffers ${mib(m.arrayBuffers)})`;
+};
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
 
 /** Starts `count` sleepers due at `at(i)`, in batches of 100. */
@@ -165,6 +175,7 @@ async function sleepersRow(app: App): Promise<void> {
   lateness.length = 0;
   gc();
   const rssBefore = rssMiB();
+  const partsBefore = memoryParts();
   const heapBefore = heapMiB();
   const startedAt = Date.now();
   // Due after every sleeper had time to suspend (on a loaded machine too), spread over 30 s.
@@ -188,6 +199,7 @@ async function sleepersRow(app: App): Promise<void> {
   const suspendedAfter = Date.now() - startedAt;
   gc();
   const rssAsleep = rssMiB();
+  const partsAsleep = memoryParts();
   const heapAsleep = heapMiB();
   const cached = app.events.cacheStats.size;
   const held = app.runner?.held ?? 0;
@@ -211,7 +223,7 @@ async function sleepersRow(app: App): Promise<void> {
     `| ${fmt(SLEEPERS)} sleepers, due → running p99 ≤ 1.5 s | ${fmt(p99)} ms | ${verdict(p99 <= 1_500)} |`,
   );
   out(
-    `All ${fmt(SLEEPERS)} were started (batches of 100) and suspended in ${fmt(suspendedAfter / 1000, 1)} s; tasks held by the runner while they slept: ${held}. Wake-ups spread evenly over 30 s. RSS ${fmt(rssBefore, 1)} → ${fmt(rssAsleep, 1)} MiB, from after as many tasks ran to the end without sleeping; heap in use ${fmt(heapBefore, 1)} → ${fmt(heapAsleep, 1)} MiB (after a full collection: run with --expose-gc), of which the event hub's row cache (bounded at 10 000 rows) held ${fmt(cached)} rows.`,
+    `All ${fmt(SLEEPERS)} were started (batches of 100) and suspended in ${fmt(suspendedAfter / 1000, 1)} s; tasks held by the runner while they slept: ${held}. Wake-ups spread evenly over 30 s. RSS ${fmt(rssBefore, 1)} → ${fmt(rssAsleep, 1)} MiB, from after as many tasks ran to the end without sleeping; heap in use ${fmt(heapBefore, 1)} → ${fmt(heapAsleep, 1)} MiB (after a full collection: run with --expose-gc), of which the event hub's row cache (bounded at 10 000 rows) held ${fmt(cached)} rows. Memory before: ${partsBefore}; asleep: ${partsAsleep}.`,
   );
   out();
 }
@@ -282,7 +294,12 @@ export async function steps(): Promise<void> {
   }
 }
 
+/** The line a child run ends with: its report and targets, for the parent run's RESULTS.md. */
+export const PARTS_LINE = 'BENCH_STEPS_PARTS ';
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   await steps();
+  if (process.env.BENCH_STEPS_CHILD === '1')
+    console.log(`${PARTS_LINE}${JSON.stringify({ report, targets })}`);
   process.exit(0);
 }
