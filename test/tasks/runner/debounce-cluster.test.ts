@@ -97,4 +97,58 @@ describe.skipIf(backend !== 'pg')('debounce across processes', () => {
     const open = await db.query(`select id from tasks where debounce_key = 'claim-race'`);
     expect(open.rows).toHaveLength(0);
   });
+
+  it('keeps one task of a burst whose starts were going to a process SIGKILLed in the middle', async () => {
+    const [survivor, doomed] = cluster.servers;
+    const start = (url: string, i: number) =>
+      gqlAt(
+        url,
+        START,
+        {
+          input: {
+            kind: 'primes',
+            input: { limit: 5_000 + i },
+            debounce: { key: 'killed', delayMs: 10_000 },
+          },
+        },
+        token,
+      ).then(
+        (res) => (res.errors ? undefined : (res.data.startTask as Answer)),
+        () => undefined, // the connection died with the process: not acknowledged
+      );
+    // Twenty starts on each process at once; the second is killed while they are in flight.
+    const inFlight = Array.from({ length: 40 }, (_, i) =>
+      start((i % 2 === 0 ? survivor : doomed)!.url, i),
+    );
+    await doomed!.stop('SIGKILL');
+    const first = await Promise.all(inFlight);
+    // The rest of the burst goes to the survivor.
+    const rest = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => start(survivor!.url, 40 + i)),
+    );
+    const acknowledged = [...first, ...rest].filter((a): a is Answer => a !== undefined);
+    expect(rest.every((a) => a !== undefined)).toBe(true);
+    expect(new Set(acknowledged.map((a) => a.id)).size).toBe(1);
+    const id = acknowledged[0]!.id;
+    // Once the burst is quiet, the survivor runs its one task, with the last input it took.
+    const { rows } = await eventually(async () => {
+      const read = await db.query<{
+        id: string;
+        status: string;
+        version: number;
+        result: { limit: number };
+      }>(
+        `select id, status, version, result from tasks where owner = 'alice' and kind = 'primes'
+           and (debounce_key = 'killed' or id = $1::uuid)`,
+        [id],
+      );
+      return read.rows.every((row) => row.status === 'completed') ? read : undefined;
+    }, 60_000);
+    expect(rows.map((row) => row.id)).toEqual([id]);
+    // The last answered start (the highest version answered) is the input the task ran with:
+    // the survivor's starts came after every start the dead process could have stored.
+    const last = [...acknowledged].sort((a, b) => b.version - a.version)[0]!;
+    expect(last.input.limit).toBeGreaterThanOrEqual(5_040);
+    expect(rows[0]!.result.limit).toBe(last.input.limit);
+  });
 });
