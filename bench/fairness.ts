@@ -184,7 +184,7 @@ export async function fairness(): Promise<void> {
   out();
   const list = (xs: Drain[]) => xs.map((x) => fmt(x.rate)).join(', ');
   out(
-    `The other owner's task is started once the worker has completed 1 000 of the backlog; with \`fifo\` it waits behind the rest of it, with \`owner\` the next claim takes it (the worker's local queue, up to 32 claimed tasks, goes first). The drains are timed from the insert of the whole batch (one statement, one NOTIFY) until every task is completed, the settings alternating: owner ${list(runs.one.owner)} (50 owners ${list(runs.fifty.owner)}), fifo ${list(runs.one.fifo)} (50 owners ${list(runs.fifty.fifo)}) tasks/s.`,
+    `The other owner's task is started once the worker has completed 1 000 of the backlog; with \`fifo\` it waits behind the rest of it, with \`owner\` the next claim takes it (what the worker's local queue already holds goes first: under a backlog its prefetch grows to about 100 ms of work, see docs/kinds.md). The drains are timed from the insert of the whole batch (one statement, one NOTIFY) until every task is completed, the settings alternating: owner ${list(runs.one.owner)} (50 owners ${list(runs.fifty.owner)}), fifo ${list(runs.one.fifo)} (50 owners ${list(runs.fifty.fifo)}) tasks/s.`,
   );
   out();
   const worst = Math.min(rates.owner / rates.fifo, spread.owner / spread.fifo);
