@@ -1,6 +1,15 @@
 import { mintToken } from '../../src/auth/mint.js';
+import { databaseEnv } from './database-env.js';
 import { freshDatabase, type TestDatabase } from './db.js';
-import { type ServerOptions, type ServerProcess, spawnServer } from './process.js';
+import {
+  loggedLine,
+  type NodeProcess,
+  SERVER_ENV,
+  type ServerOptions,
+  type ServerProcess,
+  spawnNode,
+  spawnServer,
+} from './process.js';
 import { SECRET } from './secret.js';
 
 /** Several server processes, started as users start them, on one throwaway Postgres database. */
@@ -43,4 +52,33 @@ export async function spawnCluster<const Roles extends readonly ServerOptions['r
       mintToken(SECRET, { sub, scopes, ttl: '1h' }),
     stop,
   };
+}
+
+/** A fixture server process: a script under test/helpers that serves its own kinds. */
+export interface FixtureServer {
+  node: NodeProcess;
+  url: string;
+  pid: number;
+}
+
+/**
+ * Starts `script` (test/helpers/work-server.ts, questions-server.ts, …) on `databaseUrl` as
+ * the multi-process suites run it, and resolves once it logs `ready` with its url and pid.
+ */
+export async function spawnFixtureServer(
+  script: string,
+  ready: string,
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<FixtureServer> {
+  const node = spawnNode(script, {
+    ...process.env,
+    NODE_ENV: 'test',
+    ...SERVER_ENV,
+    LOG_LEVEL: 'warn',
+    ...databaseEnv(databaseUrl),
+    ...env,
+  });
+  const line = await loggedLine(node, ready, { name: script, timeoutMs: 120_000 });
+  return { node, url: line.url as string, pid: line.pid as number };
 }

@@ -1,15 +1,9 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/app.js';
-import { databaseEnv } from '../../helpers/database-env.js';
+import { type FixtureServer, spawnFixtureServer } from '../../helpers/cluster.js';
 import { backend, freshDatabaseAndClient, type TestDatabase } from '../../helpers/db.js';
-import {
-  gqlAt,
-  loggedLine,
-  type NodeProcess,
-  SERVER_ENV,
-  spawnNode,
-} from '../../helpers/process.js';
+import { gqlAt } from '../../helpers/process.js';
 import { readWriteToken } from '../../helpers/secret.js';
 
 /**
@@ -23,31 +17,19 @@ import { readWriteToken } from '../../helpers/secret.js';
 const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id } }`;
 const ANSWER = `mutation($id: ID!, $key: String!, $value: JSON!) { provideTaskInput(id: $id, key: $key, value: $value) { status inputRequests { key } } }`;
 
-interface Server {
-  node: NodeProcess;
-  url: string;
-  pid: number;
-}
-
 describe.runIf(backend === 'pg')('several questions across processes', { timeout: 60_000 }, () => {
   let database: TestDatabase;
   let client: pg.Client;
   let token: string;
-  const servers: Server[] = [];
+  const servers: FixtureServer[] = [];
 
-  async function spawn(): Promise<Server> {
-    const node = spawnNode('test/helpers/questions-server.ts', {
-      ...process.env,
-      NODE_ENV: 'test',
-      ...SERVER_ENV,
-      LOG_LEVEL: 'warn',
-      ...databaseEnv(database.url!),
-      TASK_LEASE_MS: '1500',
-    });
-    const ready = await loggedLine(node, 'questions server listening', {
-      name: 'the questions server',
-    });
-    const server = { node, url: ready.url as string, pid: ready.pid as number };
+  async function spawn(): Promise<FixtureServer> {
+    const server = await spawnFixtureServer(
+      'test/helpers/questions-server.ts',
+      'questions server listening',
+      database.url!,
+      { TASK_LEASE_MS: '1500' },
+    );
     servers.push(server);
     return server;
   }

@@ -1,16 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/app.js';
-import { databaseEnv } from '../../helpers/database-env.js';
+import { type FixtureServer, spawnFixtureServer } from '../../helpers/cluster.js';
 import { backend, freshDatabase, type TestDatabase } from '../../helpers/db.js';
 import { FIRST_CLAIMS_DDL, FIRST_CLAIMS_OF, mostInAnyWindow } from '../../helpers/first-claims.js';
-import {
-  gqlAt,
-  loggedLine,
-  type NodeProcess,
-  SERVER_ENV,
-  spawnNode,
-} from '../../helpers/process.js';
+import { gqlAt } from '../../helpers/process.js';
 import { readWriteToken } from '../../helpers/secret.js';
 
 /**
@@ -19,12 +13,6 @@ import { readWriteToken } from '../../helpers/secret.js';
  * processes, so this file runs on Postgres only). Every first claim is logged by a trigger at
  * its transaction's instant, the instant the limit counts.
  */
-
-interface Server {
-  node: NodeProcess;
-  url: string;
-  pid: number;
-}
 
 const START = `mutation($input: StartTaskInput!) { startTask(input: $input) { id } }`;
 const LIMIT = 3;
@@ -37,23 +25,15 @@ describe.runIf(backend === 'pg')(
     let database: TestDatabase;
     let client: pg.Client;
     let token: string;
-    const servers: Server[] = [];
+    const servers: FixtureServer[] = [];
 
-    async function spawn(): Promise<Server> {
-      const node = spawnNode('test/helpers/work-server.ts', {
-        ...process.env,
-        NODE_ENV: 'test',
-        ...SERVER_ENV,
-        LOG_LEVEL: 'warn',
-        ...databaseEnv(database.url!),
-        RUNNER_CONCURRENCY: '4',
-        TASK_LEASE_MS: '2000',
-      });
-      const ready = await loggedLine(node, 'work server listening', {
-        name: 'the work server',
-        timeoutMs: 120_000,
-      });
-      const server = { node, url: ready.url as string, pid: ready.pid as number };
+    async function spawn(): Promise<FixtureServer> {
+      const server = await spawnFixtureServer(
+        'test/helpers/work-server.ts',
+        'work server listening',
+        database.url!,
+        { RUNNER_CONCURRENCY: '4', TASK_LEASE_MS: '2000' },
+      );
       servers.push(server);
       return server;
     }

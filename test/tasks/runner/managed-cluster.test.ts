@@ -1,27 +1,15 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../helpers/app.js';
-import { databaseEnv } from '../../helpers/database-env.js';
+import { type FixtureServer, spawnFixtureServer } from '../../helpers/cluster.js';
 import { backend, freshDatabase, type TestDatabase } from '../../helpers/db.js';
-import {
-  gqlAt,
-  loggedLine,
-  type NodeProcess,
-  SERVER_ENV,
-  spawnNode,
-} from '../../helpers/process.js';
+import { gqlAt } from '../../helpers/process.js';
 import { readWriteToken } from '../../helpers/secret.js';
 
 /**
  * The per-key limit and retries across real, separate server processes on one Postgres
  * database (PGlite cannot be shared between processes, so this file runs on Postgres only).
  */
-
-interface Server {
-  node: NodeProcess;
-  url: string;
-  pid: number;
-}
 
 interface Span {
   task_id: string;
@@ -56,23 +44,15 @@ describe.runIf(backend === 'pg')('managing the work across processes', { timeout
   let database: TestDatabase;
   let client: pg.Client;
   let token: string;
-  const servers: Server[] = [];
+  const servers: FixtureServer[] = [];
 
-  async function spawn(): Promise<Server> {
-    const node = spawnNode('test/helpers/work-server.ts', {
-      ...process.env,
-      NODE_ENV: 'test',
-      ...SERVER_ENV,
-      LOG_LEVEL: 'warn',
-      ...databaseEnv(database.url!),
-      RUNNER_CONCURRENCY: '4',
-      TASK_LEASE_MS: '3000',
-    });
-    const ready = await loggedLine(node, 'work server listening', {
-      name: 'the work server',
-      timeoutMs: 120_000,
-    });
-    const server = { node, url: ready.url as string, pid: ready.pid as number };
+  async function spawn(): Promise<FixtureServer> {
+    const server = await spawnFixtureServer(
+      'test/helpers/work-server.ts',
+      'work server listening',
+      database.url!,
+      { RUNNER_CONCURRENCY: '4', TASK_LEASE_MS: '3000' },
+    );
     servers.push(server);
     return server;
   }
