@@ -12,7 +12,9 @@ import { createServer, type Server, Socket } from 'node:net';
  *   would, and then hear nothing).
  * - `deafen()`: what the client sends still reaches the server (a query runs, a commit
  *   happens) and nothing comes back, on open connections and on new ones (which then never
- *   finish connecting): an answer lost after the commit.
+ *   finish connecting): an answer lost after the commit. `deafen({ openOnly: true })` deafens
+ *   the connections open now only: a new one connects and is answered, so a client that
+ *   needs a connection meanwhile still reaches the server.
  * - `restore()`: traffic flows again; what was held back is delivered, as TCP retransmits it.
  * - `retarget(url)`: new connections go to another server from now on, as when a DNS name or
  *   a virtual IP moves in a failover; open ones stay with the server they reached, or, with
@@ -36,7 +38,7 @@ export interface TcpProxy {
   until(condition: () => boolean): Promise<void>;
   reset(): void;
   blackhole(): void;
-  deafen(): void;
+  deafen(options?: { openOnly?: boolean }): void;
   restore(): void;
   /** New connections go to the Postgres server of `databaseUrl` (loopback); see above. */
   retarget(databaseUrl: string, options?: { cut?: boolean }): void;
@@ -76,6 +78,8 @@ export async function startTcpProxy(first: Target): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   let holding = false;
   let deaf = false;
+  /** Whether new connections are deafened too (see `deafen`). */
+  let deafNew = false;
   let accepted = 0;
   const changes = new EventEmitter();
 
@@ -136,7 +140,7 @@ export async function startTcpProxy(first: Target): Promise<TcpProxy> {
     upstream.connect(target.port, target.host, () => {
       if (holding) return;
       flow(pair);
-      if (deaf) deafen(pair);
+      if (deaf && deafNew) deafen(pair);
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -173,8 +177,9 @@ export async function startTcpProxy(first: Target): Promise<TcpProxy> {
       holding = true;
       for (const pair of pairs) hold(pair);
     },
-    deafen() {
+    deafen({ openOnly = false } = {}) {
       deaf = true;
+      deafNew = !openOnly;
       for (const pair of pairs) deafen(pair);
     },
     restore() {

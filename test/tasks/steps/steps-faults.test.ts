@@ -87,7 +87,19 @@ describe.skipIf(backend === 'pglite')(
       // An answer lost after its commit: the next step's commit reaches Postgres (seen here on a
       // direct connection) while its answer is held back, then the connections reset.
       await journalReaches(id, 4);
-      proxy.deafen();
+      // Deafened only once the run has had the answer to the fourth entry's commit (it logs
+      // stage-4's start after it), so the answer held back is a later step's; and only on the
+      // connections open now, so a step that needs a new connection meanwhile still commits.
+      await eventually(
+        async () =>
+          server
+            .logs()
+            .some((l) => l.msg === 'step started' && l.taskId === id && l.step === 'stage-4')
+            ? true
+            : undefined,
+        30_000,
+      );
+      proxy.deafen({ openOnly: true });
       await journalReaches(id, 5);
       proxy.reset();
       proxy.restore();
