@@ -49,9 +49,14 @@ describe('a durable sleep', { timeout: 90_000 }, () => {
     const row = await asleep(sleeper.id);
     expect(row.status).toBe('working');
     expect(row.attempt).toBe(0); // a suspension gives back its attempt
-    const task = await t.app.tasks.get(ALICE, sleeper.id);
-    expect(task?.runAt?.getTime()).toBe(row.run_at.getTime());
-    expect(task?.statusMessage).toMatch(/^Sleeping until .* \(nap\)\.$/);
+    // The service's row cache hears of the suspension through its notification: a moment
+    // after the database has it.
+    const task = await eventually(async () => {
+      const seen = await t.app.tasks.get(ALICE, sleeper.id);
+      return seen?.runAt ? seen : undefined;
+    });
+    expect(task.runAt?.getTime()).toBe(row.run_at.getTime());
+    expect(task.statusMessage).toMatch(/^Sleeping until .* \(nap\)\.$/);
     const others = await Promise.all(
       [1, 2, 3].map(() => t.app.tasks.start(ALICE, { kind: 'sleep', input: { ms: 0 } })),
     );
@@ -91,7 +96,11 @@ describe('a durable sleep', { timeout: 90_000 }, () => {
         .selectFrom('tasks')
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where('hold', '=', 'time')
-        .where('kind', '=', 'pipeline')
+        .where(
+          'id',
+          'in',
+          sleepers.map(({ task }) => task.id),
+        )
         .where('status', '=', 'working')
         .executeTakeFirstOrThrow();
       return Number(n) === 100 ? true : undefined;
