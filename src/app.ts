@@ -8,25 +8,11 @@ import { ALL_SCOPES } from './auth/principal.js';
 import { TokenVerifier } from './auth/tokens.js';
 import { type Config, ConfigError } from './config/config.js';
 import { connect, type Db } from './db/connect.js';
-import { databaseReady } from './db/health.js';
 import { migrate } from './db/migrate.js';
 import { coerceError } from './errors.js';
-import { a2aPushBody, a2aPushConfigs } from './faces/a2a/push-configs.js';
-import { createA2AHandler } from './faces/a2a/route.js';
-import { servedDirectly } from './faces/graphql/direct-hooks.js';
-import { ErrorMasking } from './faces/graphql/errors.js';
-import { graphqlRoute } from './faces/graphql/fast-post.js';
-import { createGraphiQLHandler } from './faces/graphql/graphiql.js';
+import { a2aPushBody } from './faces/a2a/push-configs.js';
 import { schema } from './faces/graphql/index.js';
-import { useOperationSpans } from './faces/graphql/operation-spans.js';
-import { checkManifest, PersistedOperations } from './faces/graphql/persisted.js';
-import { attachWebSockets } from './faces/graphql/ws.js';
-import { createYogaServer } from './faces/graphql/yoga.js';
-import { createMcpFace } from './faces/mcp/handler.js';
-import { createRestHandler } from './faces/rest/router.js';
-import { createDashboardHandler } from './http/dashboard.js';
-import { requestLogger } from './http/request-log.js';
-import { createHttpServer } from './http/server.js';
+import { checkManifest } from './faces/graphql/persisted.js';
 import { builtInKinds } from './kinds/index.js';
 import { createLogger } from './log.js';
 import { registerEventHubSeries } from './metrics/event-hub.js';
@@ -34,6 +20,7 @@ import { Metrics } from './metrics/metrics.js';
 import type { Clock } from './schedules/clock.js';
 import { Scheduler } from './schedules/scheduler.js';
 import { ScheduleService } from './schedules/service.js';
+import { serveFaces } from './serve.js';
 import { TaskEvents } from './tasks/events/hub.js';
 import { KindRegistry, type TaskKind } from './tasks/kinds.js';
 import { Purger } from './tasks/purge.js';
@@ -41,7 +28,6 @@ import { RateLimiter } from './tasks/rate-limit.js';
 import { Runner } from './tasks/runner/runner.js';
 import { TaskService } from './tasks/service.js';
 import { findStoredTask } from './tasks/sql/find.js';
-import { tracingOn } from './tracing/tracer.js';
 import type { BodyFormat } from './webhook-delivery/body.js';
 import { Deliverer } from './webhook-delivery/deliverer.js';
 
@@ -139,11 +125,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     timeouts: config.db,
     log,
   });
-  let migrated = false;
   try {
     const applied = await migrate(db.kysely);
     if (applied.length) log.info({ applied }, 'migrations applied');
-    migrated = true;
   } catch (err) {
     await db.close();
     throw err;
@@ -216,67 +200,17 @@ export async function createApp(options: AppOptions): Promise<App> {
       })
     : undefined;
 
-  const masking = ErrorMasking.of(config);
-  const persisted = servesApi ? new PersistedOperations(config.persisted, verifier) : undefined;
-  const yoga = servesApi
-    ? createYogaServer({
-        schema,
-        tasks,
-        schedules,
-        verifier,
-        log,
-        production: config.production,
-        masking,
-        limits: config.limits,
-        observer: metrics,
-        persisted,
-        // DESIGN §13: operation spans only while tracing is on (they hook execution only, so
-        // the direct POST path stays open either way).
-        plugins: [...(tracingOn() ? [useOperationSpans()] : []), ...(options.graphqlPlugins ?? [])],
-      })
-    : undefined;
-  const mcp = servesApi
-    ? createMcpFace({
-        tasks,
-        verifier,
-        log,
-        issuer: config.auth.issuer,
-        sessionIdleMs: config.mcp.sessionIdleMs,
-        maxSessions: config.mcp.maxSessions,
-        corsOrigins: config.limits.corsOrigins,
-      })
-    : undefined;
-  const server = createHttpServer({
-    limits: config.limits,
+  const { server, ws, mcp } = serveFaces({
+    config,
     log,
-    handlers: [
-      metrics.handler,
-      ...(servesApi && mcp
-        ? [
-            ...(config.graphiql ? [createGraphiQLHandler({ devToken })] : []),
-            createRestHandler({ tasks, schedules, verifier, log }),
-            mcp.handle,
-            createA2AHandler({
-              tasks,
-              verifier,
-              log,
-              push: a2aPushConfigs(tasks),
-              defaultSkill,
-            }),
-            ...(config.dashboard ? [createDashboardHandler({ devToken })] : []),
-          ]
-        : []),
-      ...(yoga
-        ? [graphqlRoute(yoga, servedDirectly(options.graphqlPlugins), masking, persisted)]
-        : []),
-    ],
-    onRequest: [(req, res) => metrics.request(req, res), requestLogger(log, verifier)],
-    ready: async () => migrated && databaseReady(db, log),
+    db,
+    tasks,
+    schedules,
+    verifier,
+    metrics,
+    devToken,
+    graphqlPlugins: options.graphqlPlugins,
   });
-  const ws = yoga
-    ? attachWebSockets(server, yoga, verifier, log, config.limits, masking, persisted)
-    : undefined;
-  if (ws) metrics.countSockets(() => ws.wss.clients.size);
 
   runner?.start();
   purger?.start();
