@@ -2,13 +2,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { ALL_SCOPES } from '../auth/principal.js';
-import {
-  ClientError,
-  createClient,
-  type TaskhandleClient,
-  type TaskStatus,
-} from '../client/index.js';
+import { ClientError, createClient, type TaskhandleClient } from '../client/index.js';
 import { loadConfig } from '../config/config.js';
+import { integer, parseJson, positiveInt, rateLimitArg, STATUSES, statuses } from './args.js';
 import { CliError, explain } from './errors.js';
 import { describeTask, table } from './format.js';
 import { collectLabel, debounceOption, readStartLines, retryTask, startBatch } from './many.js';
@@ -18,7 +14,6 @@ import { mintConfiguredToken } from './token.js';
 import { watchTask } from './watch.js';
 
 const DEFAULT_URL = 'http://127.0.0.1:4000';
-const STATUSES = ['WORKING', 'INPUT_REQUIRED', 'COMPLETED', 'CANCELLED', 'FAILED'];
 
 interface Globals {
   url?: string;
@@ -28,14 +23,6 @@ interface Globals {
 
 /** JSON for scripts when asked, or when stdout is not a terminal. */
 const wantsJson = (g: Globals) => g.json === true || !process.stdout.isTTY;
-
-function parseJson(text: string, what: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new CliError(`${what} is not valid JSON: ${(err as Error).message}`);
-  }
-}
 
 /**
  * The token: --token, TASKHANDLE_TOKEN, or in development a short-lived `dev` token minted
@@ -256,36 +243,6 @@ export function program(): Command {
 
 async function watch(client: TaskhandleClient, id: string, g: Globals): Promise<void> {
   process.exitCode = await watchTask(client, id, { bar: !wantsJson(g) });
-}
-
-function positiveInt(value: string, what: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`${what} must be a positive integer`);
-  return n;
-}
-
-function integer(value: string, what: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n)) throw new CliError(`${what} must be an integer`);
-  return n;
-}
-
-/** `--rate-limit 5/60000`: at most 5 starts in any 60 000 ms (the server checks the ranges). */
-function rateLimitArg(value: string): { limit: number; periodMs: number } {
-  const match = /^(\d+)\/(\d+)$/.exec(value.trim());
-  if (!match) throw new CliError('--rate-limit must be LIMIT/PERIOD_MS, e.g. 5/60000');
-  return { limit: Number(match[1]), periodMs: Number(match[2]) };
-}
-
-function statuses(list: string): TaskStatus[] {
-  const wanted = list
-    .split(',')
-    .map((s) => s.trim().toUpperCase())
-    .filter(Boolean);
-  for (const s of wanted)
-    if (!STATUSES.includes(s))
-      throw new CliError(`unknown status ${s}; one of ${STATUSES.join(', ')}`);
-  return wanted as TaskStatus[];
 }
 
 /** Runs the command line; every failure is one line on stderr and a non-zero exit code. */
