@@ -7,7 +7,7 @@ import type { TaskEvents } from './events/hub.js';
 import type { TaskFilter } from './filter.js';
 import { Gate } from './gate.js';
 import type { KindRegistry, TaskKind } from './kinds.js';
-import { listChildrenFor, listFor } from './listing.js';
+import { listFor } from './listing.js';
 import type { RateLimiter } from './rate-limit.js';
 import { listRecent, type RecentPage, type RecentRequest } from './recent.js';
 import type {
@@ -24,6 +24,7 @@ import { type RunsHere, StartsHere } from './start-here.js';
 import { TaskJournals } from './steps/journals.js';
 import { TaskSubscriptions } from './subscriptions.js';
 import { type Task, toTask, visible } from './task.js';
+import { TaskTree } from './tree.js';
 import { checkId } from './validation.js';
 import type { WebhookRequest } from './webhooks/rules.js';
 import { TaskWebhooks } from './webhooks/task-webhooks.js';
@@ -61,6 +62,8 @@ export class TaskService {
   readonly journals: TaskJournals;
   /** A task's changes, or all of an owner's, as they happen (DESIGN §4), for the faces. */
   readonly subscriptions: TaskSubscriptions;
+  /** A task's children (DESIGN §16 `Task.children`), for the faces. */
+  readonly tree: TaskTree;
   /**
    * Scope, rate limit and audit line of every operation; the faces ask it at their door
    * (`authorize` before reading a body, `refused` for a request without a valid token).
@@ -83,6 +86,7 @@ export class TaskService {
     this.starts = new StartsHere(db, events, options.runner);
     this.journals = new TaskJournals(db, events, this.gate);
     this.subscriptions = new TaskSubscriptions(events, this.gate, log);
+    this.tree = new TaskTree(db, this.gate, (actor, request) => this.list(actor, request));
   }
 
   listKinds(): TaskKind[] {
@@ -284,33 +288,6 @@ export class TaskService {
       id,
       () => retryTask(this.db, this.kinds, actor, id, options.fromStep ?? null),
       (task) => [task.id, 'created'],
-    );
-  }
-
-  /**
-   * One page of a task's children, newest first (DESIGN §16 `Task.children`): `list` with
-   * `filter.parentId`, so the same rules and filters apply.
-   */
-  children(actor: Actor, id: string, request: ListRequest = {}): Promise<TaskPage> {
-    return this.list(actor, {
-      ...request,
-      filter: { ...request.filter, parentId: checkId(id) },
-    });
-  }
-
-  /**
-   * `children` of several tasks at once, in one statement, one audit line and one take of the
-   * rate limit (a page of tasks, each asked for its children). The request applies to every
-   * parent (admins name the parents' owner in `owner`).
-   * @returns each parent's page, in the order of `ids`
-   */
-  childrenOfMany(actor: Actor, ids: readonly string[], request: ListRequest): Promise<TaskPage[]> {
-    return this.gate.around(
-      actor,
-      'tasks',
-      null,
-      () => listChildrenFor(this.db, actor, ids, request),
-      (pages) => [null, `ok:${pages.reduce((n, page) => n + page.tasks.length, 0)}`],
     );
   }
 }

@@ -152,7 +152,7 @@ describe('rate limit per key', () => {
     const carol = { id: 'carol', admin: false };
     const { task } = await t.app.tasks.start(carol, { kind: 'fan', input: {} });
     const children = await eventually(async () => {
-      const page = await t.app.tasks.children(carol, task.id);
+      const page = await t.app.tasks.tree.children(carol, task.id);
       return page.tasks.length === 2 ? page.tasks : undefined;
     });
     expect(children.map((c) => c.rateLimit)).toEqual([

@@ -117,7 +117,7 @@ function childrenOf(task: Task, args: ChildrenArgs, context: Context): Promise<T
   if (!batch) {
     batch = new DataLoader(
       (parents: readonly Task[]) =>
-        context.tasks.childrenOfMany(
+        context.tasks.tree.childrenOfMany(
           actor(context),
           parents.map((parent) => parent.id),
           request,

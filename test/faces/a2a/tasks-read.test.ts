@@ -37,7 +37,7 @@ describe('GetTask', () => {
     });
     const parentId: string = parent.body.taskId;
     const childId = await eventually(async () => {
-      const page = await t.app.tasks.children({ id: 'alice', admin: false }, parentId);
+      const page = await t.app.tasks.tree.children({ id: 'alice', admin: false }, parentId);
       return page.tasks[0]?.id;
     });
     const child: any = await alice.getTask({ tenant: '', id: childId });

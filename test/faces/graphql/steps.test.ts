@@ -147,7 +147,7 @@ describe('children and TaskFilter.parentId', () => {
     const ids = await Promise.all([1, 2, 3].map(() => start({ stages: 1, children: 2 })));
     for (const id of ids) await ended(id);
     const steps = vi.spyOn(t.app.tasks.journals, 'stepsOf');
-    const children = vi.spyOn(t.app.tasks, 'childrenOfMany');
+    const children = vi.spyOn(t.app.tasks.tree, 'childrenOfMany');
     try {
       const res = await t.gql(
         `query($filter: TaskFilter) { tasks(first: 50, filter: $filter) { edges { node {

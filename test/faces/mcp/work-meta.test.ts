@@ -70,7 +70,7 @@ describe('MCP _meta names the parent of a child task (DESIGN §16)', () => {
     );
     const parentId: string = parent.data.startTask.id;
     const childId = await eventually(async () => {
-      const page = await t.app.tasks.children({ id: 'alice', admin: false }, parentId);
+      const page = await t.app.tasks.tree.children({ id: 'alice', admin: false }, parentId);
       return page.tasks[0]?.id;
     });
     const mcp = await connectMcp(t.url, alice);

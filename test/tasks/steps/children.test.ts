@@ -53,7 +53,7 @@ const finished = (id: string) =>
   });
 
 const childrenOf = async (id: string) =>
-  (await t.app.tasks.children(ALICE, id, { first: 100 })).tasks;
+  (await t.app.tasks.tree.children(ALICE, id, { first: 100 })).tasks;
 
 describe('child tasks', () => {
   it('fans out and in: the parent gets every child result, the children name their parent', async () => {
