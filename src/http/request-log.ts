@@ -29,15 +29,7 @@ export function requestLogger(log: Logger, verifier: TokenVerifier) {
     res.once('close', () => {
       const path = (req.url ?? '/').split('?')[0]!;
       const answered = res.writableFinished;
-      const level: Level = !answered
-        ? 'error'
-        : res.statusCode === 503
-          ? 'warn'
-          : res.statusCode >= 500
-            ? 'error'
-            : PROBES.has(path)
-              ? 'debug'
-              : 'info';
+      const level = levelOf(answered, res.statusCode, path);
       if (!log.isLevelEnabled(level)) return;
       log[level](
         {
@@ -52,4 +44,12 @@ export function requestLogger(log: Logger, verifier: TokenVerifier) {
       );
     });
   };
+}
+
+/** The level of a request's line (see `requestLogger`). */
+function levelOf(answered: boolean, status: number, path: string): Level {
+  if (!answered) return 'error';
+  if (status === 503) return 'warn';
+  if (status >= 500) return 'error';
+  return PROBES.has(path) ? 'debug' : 'info';
 }
