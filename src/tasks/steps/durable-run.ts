@@ -136,7 +136,6 @@ export class DurableRun {
         this.parts.lost();
         throw new TaskAbortedError('lease-lost');
       }
-      this.journal.steps.set(name, written);
       this.parts.log.debug({ taskId: row.id, step: name }, 'step journalled');
       return written.result as T;
     } finally {

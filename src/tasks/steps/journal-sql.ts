@@ -58,8 +58,10 @@ function heldTask(taskId: string, lease: Lease, first: boolean) {
 
 /**
  * Commits a finished step, fenced by the lease: one statement, one durable commit, prepared
- * once per connection. A step another run journalled first stays as it was.
- * @returns the journalled row; `undefined` when the lease no longer holds and nothing was
+ * once per connection. A step another run journalled first stays as it was. Only the result
+ * comes back (no row's timestamps to parse), as Postgres keeps it: jsonb orders an object's
+ * keys its own way, and the run that journals a step must see the value later runs will.
+ * @returns the journalled result; `undefined` when the lease no longer holds and nothing was
  *   journalled under the name
  */
 export async function commitStep(
@@ -68,8 +70,8 @@ export async function commitStep(
   lease: Lease,
   step: StepCommit,
   first: boolean,
-): Promise<StepRow | undefined> {
-  const result = await sql<StepRow>`${prepared}
+): Promise<{ result: unknown } | undefined> {
+  const result = await sql<{ result: unknown }>`${prepared}
     with t as (${heldTask(taskId, lease, first)})
     insert into task_steps (task_id, name, position, state, attempts, started_at, ended_at, result)
     select t.id, ${step.name}, ${step.position}::int, 'COMPLETED', ${step.attempts}::int,
@@ -79,13 +81,13 @@ export async function commitStep(
       state = 'COMPLETED', attempts = excluded.attempts, started_at = excluded.started_at,
       ended_at = excluded.ended_at, result = excluded.result, error = null
     where task_steps.state <> 'COMPLETED'
-    returning *`.execute(db);
+    returning result`.execute(db);
   if (result.rows[0]) return result.rows[0];
   // Nothing written: journalled before (by a run that lost its lease to this one, say), or
   // this run's lease is gone.
   return db
     .selectFrom('task_steps')
-    .selectAll()
+    .select('result')
     .where('task_id', '=', taskId)
     .where('name', '=', step.name)
     .where('state', '=', 'COMPLETED')
