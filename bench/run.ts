@@ -4,7 +4,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres); works in a database of its own,
  * `taskhandle_bench`, dropped and made anew. All load goes to 127.0.0.1, bounded in time.
  * BENCH_PROFILE=1 writes `--cpu-prof` profiles of the servers to bench/profiles/.
- * BENCH_ONLY=accept,batch,poll,event,drain,fairness,fanout,mcp,webhooks,deliveries,scaling,notify,pooler,tracing,steps,sleepers,children,schedules runs a subset (RESULTS.md is written only for a full run).
+ * BENCH_ONLY=accept,batch,poll,event,drain,keep,fairness,fanout,mcp,webhooks,deliveries,scaling,notify,pooler,tracing,steps,sleepers,children,schedules runs a subset (RESULTS.md is written only for a full run).
  * BENCH_WEBHOOK_PAIRS=n and BENCH_WEBHOOK_WARMUP=n set the webhooks row's sets of rounds (3) and the
  * tasks each round runs before it measures (1 000).
  * BENCH_SUBSCRIBERS=n changes the fan-out's size; BENCH_HEAP=/some/file writes heap snapshots of
@@ -37,6 +37,7 @@ import { drain } from './drain.js';
 import { event } from './event.js';
 import { fairness } from './fairness.js';
 import { fanout } from './fanout.js';
+import { keepCosts } from './keep-costs.js';
 import { mcp } from './mcp.js';
 import { notify } from './notify.js';
 import { pooler } from './pooler.js';
@@ -88,6 +89,7 @@ async function main(): Promise<void> {
   if (runs('poll')) await poll(token);
   if (runs('event')) await event(token);
   if (runs('drain')) await drain();
+  if (runs('keep')) await keepCosts();
   // DESIGN §17: another owner's first task behind one owner's backlog; drain, fair vs fifo.
   if (runs('fairness')) await fairness();
   if (runs('fanout')) await fanout(token);
