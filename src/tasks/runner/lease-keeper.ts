@@ -76,6 +76,9 @@ export class LeaseKeeper {
           lost.push(task);
           continue;
         }
+        // Locked by another statement as the renewal came: the next heartbeat renews it (and,
+        // should none manage to before its deadline, the task stops as for any lapsed lease).
+        if (status === 'busy') continue;
         task.renewed(startedAt);
         // Answered, but the notification never came: read the answer rather than wait forever.
         if (task.waiting && status === 'working') {

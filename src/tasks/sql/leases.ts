@@ -46,25 +46,48 @@ export async function failLostTasks(db: Executor, limit = 100): Promise<TaskRow[
   return result.rows.map((row) => withoutNotifyColumns(row)!);
 }
 
+/** What a renewal found of a task: renewed in its status, or `busy` (see {@link renewLeases}). */
+export type Renewal = TaskStatus | 'busy';
+
 /**
- * Renews the leases this worker still holds.
- * @returns id → status of the tasks still held (any other was lost, cancelled or finished);
- *   the status lets the runner notice an answer whose notification it missed
+ * Renews the leases this worker still holds. A row another transaction holds locked at that
+ * moment (this worker's own outcome or step, a cancel) is skipped rather than waited for: a
+ * renewal that waited could deadlock with the outcomes this worker is writing, which lock many
+ * of the same rows in another order, and Postgres would fail one of the two. A skipped task
+ * that was still held as the renewal read it comes back `busy`: not renewed this time, not
+ * lost either.
+ * @returns id → status of the tasks renewed, or `busy`; any other task was lost, cancelled or
+ *   finished (the status lets the runner notice an answer whose notification it missed)
  */
 export async function renewLeases(
   db: Executor,
   workerId: string,
   leases: ReadonlyArray<{ id: string; attempt: number }>,
   leaseMs: number,
-): Promise<Map<string, TaskStatus>> {
+): Promise<Map<string, Renewal>> {
   if (leases.length === 0) return new Map();
-  const result = await sql<{ id: string; status: TaskStatus }>`
-    update tasks t set lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
-    from unnest(${leases.map((l) => l.id)}::uuid[], ${leases.map((l) => l.attempt)}::int[]) as h(id, attempt)
-    where t.id = h.id and t.attempt = h.attempt and t.worker_id = ${workerId}
-      and t.status in ('working', 'input_required')
-    returning t.id, t.status`.execute(db);
-  return new Map(result.rows.map((r) => [r.id, r.status]));
+  const result = await sql<{ id: string; status: TaskStatus | null }>`
+    with h as (
+      select * from unnest(${leases.map((l) => l.id)}::uuid[],
+                           ${leases.map((l) => l.attempt)}::int[]) as h(id, attempt)
+    ), held as (
+      select t.id from tasks t join h on t.id = h.id
+      where t.attempt = h.attempt and t.worker_id = ${workerId}
+        and t.status in ('working', 'input_required')
+    ), locked as (
+      select t.id from tasks t join h on t.id = h.id
+      where t.attempt = h.attempt and t.worker_id = ${workerId}
+        and t.status in ('working', 'input_required')
+      for update of t skip locked
+    ), renewed as (
+      update tasks t set lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
+      from locked where t.id = locked.id
+      returning t.id, t.status
+    )
+    select id, status from renewed
+    union all
+    select id, null from held where id not in (select id from locked)`.execute(db);
+  return new Map(result.rows.map((r) => [r.id, r.status ?? 'busy']));
 }
 
 /** Which of the tasks `ids` are cancelled (a lease renewal that lost them asks why). */
