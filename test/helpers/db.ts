@@ -3,8 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
+import type { Database } from '../../src/db/types.js';
 import { directUrl } from './database-env.js';
 
 /** Which backend this run tests: Postgres at DATABASE_URL, or embedded PGlite. */
@@ -28,6 +30,16 @@ export async function freshDatabaseAndClient(): Promise<{
   const client = new pg.Client({ connectionString: database.url });
   await client.connect();
   return { database, client };
+}
+
+/**
+ * A kysely of the test's own on `database` (Postgres only), over at most `max` connections:
+ * statements sent past the server under test, on connections whose count the test decides.
+ */
+export function kyselyOn(database: TestDatabase, max: number): Kysely<Database> {
+  return new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max }) }),
+  });
 }
 
 /** A throwaway, migrated database, cloned from the run's template. */

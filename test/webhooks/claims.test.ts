@@ -1,9 +1,9 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/types.js';
 import { claimDeliveries, finishDelivered } from '../../src/tasks/webhooks/deliveries.js';
-import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
+import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../helpers/db.js';
 
 /**
  * The claim of migration 0003 against an outbox that has delivered a lot since its last vacuum:
@@ -61,11 +61,7 @@ describe.skipIf(backend !== 'pg')('webhooks: the claim (Postgres)', () => {
     database = await freshDatabase();
     client = new pg.Client({ connectionString: database.url });
     await client.connect();
-    db = new Kysely<Database>({
-      dialect: new PostgresDialect({
-        pool: new pg.Pool({ connectionString: database.url, max: 2 }),
-      }),
-    });
+    db = kyselyOn(database, 2);
   });
   afterAll(async () => {
     await client?.end();

@@ -1,11 +1,10 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/types.js';
 import { purgeExpired } from '../../src/tasks/purge.js';
 import { claimDeliveries, finishDelivery } from '../../src/tasks/webhooks/deliveries.js';
 import { eventually, startTestApp } from '../helpers/app.js';
-import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
+import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../helpers/db.js';
 import { gqlAt, type ServerProcess, spawnServer, spawnServersInto } from '../helpers/process.js';
 import { type Receiver, startReceiver, verify } from '../helpers/receiver.js';
 import { readWriteToken } from '../helpers/secret.js';
@@ -34,11 +33,7 @@ describe.skipIf(backend !== 'pg')('webhooks across processes (Postgres)', () => 
   const receivers: Receiver[] = [];
   beforeAll(async () => {
     database = await freshDatabase();
-    db = new Kysely<Database>({
-      dialect: new PostgresDialect({
-        pool: new pg.Pool({ connectionString: database.url, max: 4 }),
-      }),
-    });
+    db = kyselyOn(database, 4);
   });
   afterAll(async () => {
     await Promise.all(processes.map((p) => p.stop('SIGKILL')));

@@ -1,9 +1,8 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../../src/db/types.js';
 import { claimWork } from '../../../src/tasks/sql/claim.js';
-import { backend, freshDatabase, type TestDatabase } from '../../helpers/db.js';
+import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../../helpers/db.js';
 
 /**
  * The claim's plans are made once per connection and kept (migration 0012): those a connection
@@ -20,11 +19,7 @@ describe.skipIf(backend !== 'pg')(
     beforeAll(async () => {
       database = await freshDatabase();
       // One connection: every claim below runs on the plans the first ones made.
-      db = new Kysely<Database>({
-        dialect: new PostgresDialect({
-          pool: new pg.Pool({ connectionString: database.url, max: 1 }),
-        }),
-      });
+      db = kyselyOn(database, 1);
     });
     afterAll(async () => {
       await db?.destroy();

@@ -1,10 +1,9 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../../src/db/types.js';
 import { claimTasks } from '../../../src/tasks/sql/claim.js';
 import { renewLeases } from '../../../src/tasks/sql/leases.js';
-import { backend, freshDatabase, type TestDatabase } from '../../helpers/db.js';
+import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../../helpers/db.js';
 
 /**
  * A lease renewal never waits for a row another statement holds locked (an outcome of the
@@ -18,11 +17,7 @@ describe.skipIf(backend !== 'pg')('a lease renewal', () => {
 
   beforeAll(async () => {
     database = await freshDatabase();
-    db = new Kysely<Database>({
-      dialect: new PostgresDialect({
-        pool: new pg.Pool({ connectionString: database.url, max: 2 }),
-      }),
-    });
+    db = kyselyOn(database, 2);
   });
   afterAll(async () => {
     await db?.destroy();
