@@ -63,7 +63,11 @@ export async function resetDatabase(): Promise<void> {
   await recreateMigratedDatabase(BASE_URL, DB_NAME);
 }
 
-/** CPU time so far of every process named postgres on this machine (the server and its backends), in ms. */
+/**
+ * CPU time so far of every process named postgres on this machine (the server and its
+ * backends), in ms. A backend that exits is counted on in the server's total for the children
+ * it reaped (cutime, cstime), so the sum never falls when a connection closes.
+ */
 export function postgresBusyMs(): number {
   let ticks = 0;
   for (const pid of readdirSync('/proc')) {
@@ -73,7 +77,8 @@ export function postgresBusyMs(): number {
       const close = stat.lastIndexOf(')');
       if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
       const fields = stat.slice(close + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime: clock ticks (100 a second)
+      // utime, stime, cutime, cstime: clock ticks (100 a second)
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     } catch {
       // gone meanwhile
     }

@@ -37,23 +37,35 @@ interface Drained {
   postgresCpu: number;
 }
 
-/** CPU ms so far of the Postgres backends connected to the benchmark's database. */
-async function backendsBusyMs(): Promise<number> {
+/**
+ * CPU ms so far of each Postgres backend connected to the benchmark's database, by pid. A
+ * window's CPU is what each backend spent since the window's start ({@link busySince}): a
+ * total over whoever is connected at each end would lose the CPU of a backend that left
+ * meanwhile (an idle pool connection closing), all it had spent since it began.
+ */
+async function backendsBusyMs(): Promise<Map<number, number>> {
   const { rows } = await pool.query<{ pid: number }>(
     'select pid from pg_stat_activity where datname = $1',
     [DB_NAME],
   );
-  let ticks = 0;
+  const busy = new Map<number, number>();
   for (const { pid } of rows) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      busy.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
     } catch {
       // gone meanwhile
     }
   }
-  return (ticks * 1000) / 100;
+  return busy;
+}
+
+/** CPU ms the backends connected at the end spent since `start` (new ones: all they spent). */
+function busySince(start: Map<number, number>, end: Map<number, number>): number {
+  let ms = 0;
+  for (const [pid, at] of end) ms += at - (start.get(pid) ?? 0);
+  return ms;
 }
 
 /** Transactions committed in this database, and WAL flushes (the whole server's), so far. */
@@ -94,7 +106,7 @@ async function timed(
   return {
     ms,
     workerCpu: (cpu1 - cpu0) / DRAIN_TASKS,
-    postgresCpu: (pg1 - pg0) / DRAIN_TASKS,
+    postgresCpu: busySince(pg0, pg1) / DRAIN_TASKS,
     // Less the harness's own: its completion checks, one a 20 ms, and these two reads.
     commits: (db1.commits - db0.commits - ms / 20 - 4) / DRAIN_TASKS,
     walSyncs: (db1.walSyncs - db0.walSyncs) / DRAIN_TASKS,
