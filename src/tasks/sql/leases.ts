@@ -66,18 +66,17 @@ export async function renewLeases(
   leaseMs: number,
 ): Promise<Map<string, Renewal>> {
   if (leases.length === 0) return new Map();
+  // Read once as of the statement's start (held), and again on each row as it is locked.
+  const stillHeld = sql`t.attempt = h.attempt and t.worker_id = ${workerId}
+    and t.status in ('working', 'input_required')`;
   const result = await sql<{ id: string; status: TaskStatus | null }>`
     with h as (
       select * from unnest(${leases.map((l) => l.id)}::uuid[],
                            ${leases.map((l) => l.attempt)}::int[]) as h(id, attempt)
     ), held as (
-      select t.id from tasks t join h on t.id = h.id
-      where t.attempt = h.attempt and t.worker_id = ${workerId}
-        and t.status in ('working', 'input_required')
+      select t.id from tasks t join h on t.id = h.id where ${stillHeld}
     ), locked as (
-      select t.id from tasks t join h on t.id = h.id
-      where t.attempt = h.attempt and t.worker_id = ${workerId}
-        and t.status in ('working', 'input_required')
+      select t.id from tasks t join h on t.id = h.id where ${stillHeld}
       for update of t skip locked
     ), renewed as (
       update tasks t set lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
