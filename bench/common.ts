@@ -63,6 +63,16 @@ export async function resetDatabase(): Promise<void> {
   await recreateMigratedDatabase(BASE_URL, DB_NAME);
 }
 
+/** A process's name and the fields of /proc/<pid>/stat after it (utime is [11]); throws once it is gone. */
+export function procStat(pid: number | string): { name: string; fields: string[] } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const close = stat.lastIndexOf(')');
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, close),
+    fields: stat.slice(close + 2).split(' '),
+  };
+}
+
 /**
  * CPU time so far of every process named postgres on this machine (the server and its
  * backends), in ms. A backend that exits is counted on in the server's total for the children
@@ -73,10 +83,8 @@ export function postgresBusyMs(): number {
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
-      const fields = stat.slice(close + 2).split(' ');
+      const { name, fields } = procStat(pid);
+      if (name !== 'postgres') continue;
       // utime, stime, cutime, cstime: clock ticks (100 a second)
       ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     } catch {

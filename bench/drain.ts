@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
 import {
@@ -8,6 +8,7 @@ import {
   fmt,
   out,
   pool,
+  procStat,
   server,
   targets,
   truncate,
@@ -51,8 +52,7 @@ async function backendsBusyMs(): Promise<Map<number, number>> {
   const busy = new Map<number, number>();
   for (const { pid } of rows) {
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const { fields } = procStat(pid);
       busy.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
     } catch {
       // gone meanwhile
