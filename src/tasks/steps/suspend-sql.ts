@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Executor, TaskRow } from '../../db/types.js';
 import { ServiceError } from '../../errors.js';
@@ -38,7 +39,8 @@ export type SuspendOutcome =
  * before it looks for a wait to wake: whichever comes second sees what the first committed, so
  * a signal is never lost between a handler's look and its suspension. The awaited children are
  * read `for share`, so a child ending meanwhile is either seen ended here or finds its step
- * WAITING_CHILD (see `taskhandle_child_ended`).
+ * WAITING_CHILD (see `taskhandle_child_ended`); a child row held longer than
+ * CHILD_LOCK_WAIT_MS by a child's outcome rolls the transaction back, and it is tried again.
  *
  * A kept payload that fails its wait's schema (it arrived before the wait said what it wants)
  * is dropped here, and the wait goes on: the sender may send a good one.
@@ -54,6 +56,40 @@ export async function suspendOrSatisfy(
   lease: Lease,
   waits: readonly WaitSpec[],
   /** `message`: the status message; `ranMs`: the attempt's running time so far. */
+  how: { message: string; ranMs: number },
+): Promise<SuspendOutcome> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await suspendOnce(db, taskId, lease, waits, how);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE || tries === CHILD_LOCK_TRIES)
+        throw err;
+      await sleep(Math.random() * CHILD_LOCK_BACKOFF_MS);
+    }
+  }
+}
+
+/**
+ * How long the suspension waits for an awaited child's row, which a child's outcome may hold.
+ * Children's outcomes are written in batches, each locking its rows in the order its plan
+ * takes them, while the suspension locks the awaited ones in its own: each may then wait for
+ * a row the other holds. Postgres would break that deadlock only after `deadlock_timeout`
+ * (1 s), stalling the parent and a batch of children for that second; instead the suspension
+ * gives up its locks after this wait, and tries again (the children meanwhile may have ended,
+ * satisfying their waits). A child's outcome commits in a few milliseconds.
+ */
+const CHILD_LOCK_WAIT_MS = 20;
+/** Tries before the suspension fails the attempt (which is retried), about two seconds. */
+const CHILD_LOCK_TRIES = 100;
+const CHILD_LOCK_BACKOFF_MS = 5;
+/** SQLSTATE of a lock not granted within `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+async function suspendOnce(
+  db: Executor,
+  taskId: string,
+  lease: Lease,
+  waits: readonly WaitSpec[],
   { message, ranMs }: { message: string; ranMs: number },
 ): Promise<SuspendOutcome> {
   return db.transaction().execute(async (trx) => {
@@ -158,6 +194,7 @@ async function readChildren(
 ): Promise<{ pending: number; expiresAt: Date | null }> {
   const childWaits = waits.filter((w) => w.kind === 'child');
   if (childWaits.length === 0) return { pending: 0, expiresAt: null };
+  await sql`select set_config('lock_timeout', ${`${CHILD_LOCK_WAIT_MS}ms`}, true)`.execute(trx);
   const rows = await sql<{
     id: string;
     status: TaskStatus;
