@@ -69,19 +69,38 @@ export function spawnNode(
     child.once('close', (code, signal) => resolve({ code, signal }));
     child.once('error', reject);
   });
+  return { child, exited, ...outputOf(child) };
+}
+
+/**
+ * What a child process writes, as it writes it: stdout and stderr whole, and stdout's pino
+ * lines parsed. A line that starts like JSON and does not parse (a line cut by something else
+ * writing to the same stdout) is kept as `{ unparsed: line }`, for the test to see: thrown from
+ * the stream's handler, it would fail whichever test file happened to be running.
+ */
+function outputOf(child: ChildProcess): Pick<NodeProcess, 'logs' | 'stdout' | 'stderr'> {
   const lines: Array<Record<string, any>> = [];
   let stdout = '';
   let stderr = '';
   let buffered = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    buffered += chunk.toString();
+  child.stdout?.setEncoding('utf8');
+  child.stderr?.setEncoding('utf8');
+  child.stdout?.on('data', (chunk: string) => {
+    stdout += chunk;
+    buffered += chunk;
     const parts = buffered.split('\n');
     buffered = parts.pop()!;
-    for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part));
+    for (const part of parts) {
+      if (!part.startsWith('{')) continue;
+      try {
+        lines.push(JSON.parse(part));
+      } catch {
+        lines.push({ unparsed: part });
+      }
+    }
   });
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return { child, exited, logs: () => lines, stdout: () => stdout, stderr: () => stderr };
+  child.stderr?.on('data', (chunk: string) => (stderr += chunk));
+  return { logs: () => lines, stdout: () => stdout, stderr: () => stderr };
 }
 
 export interface ServerOptions {
@@ -261,18 +280,7 @@ export function spawnNpmStart(env: Record<string, string | undefined>): Promise<
     npm.once('close', (code, signal) => resolve({ code, signal }));
     npm.once('error', reject);
   });
-  const lines: Array<Record<string, any>> = [];
-  let stdout = '';
-  let stderr = '';
-  let buffered = '';
-  npm.stdout!.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    buffered += chunk.toString();
-    const parts = buffered.split('\n');
-    buffered = parts.pop()!;
-    for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part));
-  });
-  npm.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const { logs, stdout, stderr } = outputOf(npm);
   const signalGroup = (signal: NodeJS.Signals) => {
     try {
       process.kill(-npm.pid!, signal);
@@ -288,19 +296,19 @@ export function spawnNpmStart(env: Record<string, string | undefined>): Promise<
     const fail = (why: string) => {
       settle();
       signalGroup('SIGKILL');
-      reject(new Error(`npm start ${why} before listening: ${stderr}`));
+      reject(new Error(`npm start ${why} before listening: ${stderr()}`));
     };
     const onData = () => {
-      const listening = lines.find((l) => l.msg === 'taskhandle listening');
+      const listening = logs().find((l) => l.msg === 'taskhandle listening');
       if (!listening) return;
       settle();
       resolve({
         npm,
         nodePid: listening.pid as number,
         url: listening.url as string,
-        stdout: () => stdout,
-        stderr: () => stderr,
-        logs: () => lines,
+        stdout,
+        stderr,
+        logs,
         exited,
         signalGroup,
       });
