@@ -61,10 +61,12 @@ describe('without a WebSocket', { timeout: 120_000 }, () => {
         },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.once('error', () => res.destroy());
           answer.pipe(res);
         },
       );
-      upstream.once('error', () => res.writeHead(502).end());
+      // Cut before its answer began: 502; after: the client sees the answer cut, as it was.
+      upstream.once('error', () => (res.headersSent ? res.destroy() : res.writeHead(502).end()));
       req.pipe(upstream);
     });
     proxy.on('upgrade', (_req, socket) => {
