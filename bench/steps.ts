@@ -193,6 +193,15 @@ const memoryParts = () => {
   return `rss ${mib(m.rss)}, heap committed ${mib(m.heapTotal)}, heap used ${mib(m.heapUsed)}, external ${mib(m.external)} (array buffers ${mib(m.arrayBuffers)})`;
 };
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
+/**
+ * A full collection, a second for V8 and the allocator to hand freed memory back to the
+ * system, and another collection: what the process holds, not what it has yet to return.
+ */
+const settle = async () => {
+  gc();
+  await new Promise((r) => setTimeout(r, 1_000));
+  gc();
+};
 
 /** Starts `count` sleepers due at `at(i)`, in batches of 100. */
 async function startSleepers(app: App, count: number, at: (i: number) => number): Promise<void> {
@@ -212,7 +221,7 @@ async function sleepersRow(app: App): Promise<void> {
   await startSleepers(app, SLEEPERS, () => 0);
   while (lateness.length < SLEEPERS) await new Promise((r) => setTimeout(r, 200));
   lateness.length = 0;
-  gc();
+  await settle();
   const rssBefore = rssMiB();
   const partsBefore = memoryParts();
   const heapBefore = heapMiB();
@@ -236,7 +245,7 @@ async function sleepersRow(app: App): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
   }
   const suspendedAfter = Date.now() - startedAt;
-  gc();
+  await settle();
   const rssAsleep = rssMiB();
   const partsAsleep = memoryParts();
   const heapAsleep = heapMiB();
