@@ -24,6 +24,7 @@ const LANDED: Readonly<Record<string, string>> = {
   '0014_accept_path.sql': 'd34859ad8ab3263e321e11527d4d5e2319cfe74b07278f9564c66d8211ae8720',
   '0015_run_time.sql': 'c0c14bd5d131cc4fa3321bf886dc57ce6829648d6173a150040433fc5f048ad1',
   '0016_claim_plans.sql': '1aa8d53ba743a2ab55ce75aba598741c211c46881f428f99a5f49ad5fce60614',
+  '0017_child_ended_locks.sql': '63af69a80c16a45b842410ef48199d9de337ef01e28555b8c7d13fd6df79b5f6',
 };
 
 const DIR = new URL('../../migrations/', import.meta.url);

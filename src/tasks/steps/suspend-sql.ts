@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Executor, TaskRow } from '../../db/types.js';
 import { ServiceError } from '../../errors.js';
@@ -36,11 +35,12 @@ export type SuspendOutcome =
 /**
  * Suspends the task on `waits` (DESIGN §16), unless one of them is satisfied by now; one
  * transaction. It first locks the task row under the lease, as a signal's statement locks it
- * before it looks for a wait to wake: whichever comes second sees what the first committed, so
- * a signal is never lost between a handler's look and its suspension. The awaited children are
- * read `for share`, so a child ending meanwhile is either seen ended here or finds its step
- * WAITING_CHILD (see `taskhandle_child_ended`); a child row held longer than
- * CHILD_LOCK_WAIT_MS by a child's outcome rolls the transaction back, and it is tried again.
+ * before it looks for a wait to wake; with children to wait for, it then takes the task's
+ * children lock, which a child that ends takes shared before it reads its step
+ * (`taskhandle_child_ended`, migration 0017). Whichever comes second sees what the first
+ * committed, so neither a signal nor a child's end is lost between a handler's look and its
+ * suspension. The children themselves are read without a lock: the claim and their outcomes
+ * never wait for, or skip past, their parent's suspension.
  *
  * A kept payload that fails its wait's schema (it arrived before the wait said what it wants)
  * is dropped here, and the wait goes on: the sender may send a good one.
@@ -56,40 +56,6 @@ export async function suspendOrSatisfy(
   lease: Lease,
   waits: readonly WaitSpec[],
   /** `message`: the status message; `ranMs`: the attempt's running time so far. */
-  how: { message: string; ranMs: number },
-): Promise<SuspendOutcome> {
-  for (let tries = 1; ; tries++) {
-    try {
-      return await suspendOnce(db, taskId, lease, waits, how);
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE || tries === CHILD_LOCK_TRIES)
-        throw err;
-      await sleep(Math.random() * CHILD_LOCK_BACKOFF_MS);
-    }
-  }
-}
-
-/**
- * How long the suspension waits for an awaited child's row, which a child's outcome may hold.
- * Children's outcomes are written in batches, each locking its rows in the order its plan
- * takes them, while the suspension locks the awaited ones in its own: each may then wait for
- * a row the other holds. Postgres would break that deadlock only after `deadlock_timeout`
- * (1 s), stalling the parent and a batch of children for that second; instead the suspension
- * gives up its locks after this wait, and tries again (the children meanwhile may have ended,
- * satisfying their waits). A child's outcome commits in a few milliseconds.
- */
-const CHILD_LOCK_WAIT_MS = 20;
-/** Tries before the suspension fails the attempt (which is retried), about two seconds. */
-const CHILD_LOCK_TRIES = 100;
-const CHILD_LOCK_BACKOFF_MS = 5;
-/** SQLSTATE of a lock not granted within `lock_timeout`. */
-const LOCK_NOT_AVAILABLE = '55P03';
-
-async function suspendOnce(
-  db: Executor,
-  taskId: string,
-  lease: Lease,
-  waits: readonly WaitSpec[],
   { message, ranMs }: { message: string; ranMs: number },
 ): Promise<SuspendOutcome> {
   return db.transaction().execute(async (trx) => {
@@ -106,7 +72,7 @@ async function suspendOnce(
       if (wait.kind === 'time' && wait.wakeAt.getTime() <= now)
         satisfied.set(wait.name, { value: null });
     await readSignals(trx, taskId, waits, satisfied);
-    const { pending, expiresAt } = await readChildren(trx, waits, satisfied);
+    const { pending, expiresAt } = await readChildren(trx, taskId, waits, satisfied);
     if (satisfied.size > 0) return { lost: false, satisfied };
 
     // A child that expires before it ends wakes its parent then (it counts as failed); one
@@ -184,17 +150,22 @@ async function readSignals(
 }
 
 /**
- * The awaited children, locked `for share`: an ended (or gone) one satisfies its wait.
+ * The awaited children, read under the task's children lock (see `suspendOrSatisfy`; the key
+ * is migration 0017's, `taskId` as Postgres prints a uuid): an ended (or gone) one satisfies
+ * its wait.
  * @returns how many awaited children have not ended, and the earliest expiry among them
  */
 async function readChildren(
   trx: Executor,
+  taskId: string,
   waits: readonly WaitSpec[],
   satisfied: Map<string, Satisfied>,
 ): Promise<{ pending: number; expiresAt: Date | null }> {
   const childWaits = waits.filter((w) => w.kind === 'child');
   if (childWaits.length === 0) return { pending: 0, expiresAt: null };
-  await sql`select set_config('lock_timeout', ${`${CHILD_LOCK_WAIT_MS}ms`}, true)`.execute(trx);
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`taskhandle_children:${taskId}`}, 0))`.execute(
+    trx,
+  );
   const rows = await sql<{
     id: string;
     status: TaskStatus;
@@ -204,8 +175,7 @@ async function readChildren(
     expired: boolean;
   }>`
     select id, status, result, error, expires_at, expires_at <= now() as expired from tasks
-    where id = any(${childWaits.map((w) => w.childId)}::uuid[])
-    for share`.execute(trx);
+    where id = any(${childWaits.map((w) => w.childId)}::uuid[])`.execute(trx);
   const byId = new Map(rows.rows.map((r) => [r.id, r]));
   let pending = 0;
   let expiresAt: Date | null = null;

@@ -9,12 +9,15 @@ import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../../helpe
 
 /**
  * A parent suspending on its children while their outcomes are being written (DESIGN §16).
- * The suspension locks the awaited children `for share` in the order of its plan; a batch of
- * children's outcomes locks them in its own. Here another connection plays that batch: it
- * holds one child, waits until the suspension waits for it, then updates a child the
- * suspension already holds. Postgres would settle that deadlock only after `deadlock_timeout`,
- * by failing one of the two (the parent's attempt, or the batch); the suspension gives up its
- * locks instead, and tries again. Postgres only: PGlite has one connection.
+ * Another connection plays a batch of the children's outcomes: it ends one child, waits until
+ * the parent's suspension waits for it, then ends the others. The suspension meets a child's
+ * end at the parent's own row (migration 0017), never at the children's: it waits for the
+ * batch to commit and then reads every child ended, and the batch never waits for it. When the
+ * suspension locked the children `for share` instead, in its plan's order, the batch ending a
+ * child it already held closed a cycle that Postgres broke after `deadlock_timeout` by failing
+ * one side (the parent's one attempt, here). The pair of children the batch ends first and
+ * second is chosen so that such a suspension would have locked them in the other order.
+ * Postgres only: PGlite has one connection.
  */
 
 const ALICE = { id: 'alice', admin: false };
@@ -61,7 +64,7 @@ describe.skipIf(backend !== 'pg')('a suspension on children whose outcomes are i
     await database?.drop();
   });
 
-  /** Two children the suspension locks in the order `first`, `second` whatever its plan. */
+  /** Two children that a scan of them by id or by place, whatever its plan, meets in this order. */
   const lockOrder = async (parentId: string) => {
     const { rows } = await sql<{ id: string; page: number; item: number }>`
       select id, (ctid::text::point)[0]::int as page, (ctid::text::point)[1]::int as item
@@ -72,7 +75,7 @@ describe.skipIf(backend !== 'pg')('a suspension on children whose outcomes are i
     return undefined;
   };
 
-  it('gives the children’s outcomes its locks instead of deadlocking, and completes on its one attempt', async () => {
+  it('waits for the children’s outcomes in flight, never deadlocks with them, and completes on its one attempt', async () => {
     // Children whose ids and places both sort the same way, in at least one pair (a parent
     // whose four children sort in exactly opposite orders is started again).
     let parentId = '';
@@ -105,18 +108,16 @@ describe.skipIf(backend !== 'pg')('a suspension on children whose outcomes are i
       await batch.query('begin');
       await complete(pair.second.id);
       await t.app.tasks.journals.signal(ALICE, parentId, 'go', null);
-      // The suspension holds `first` and waits for `second`, which the batch holds.
-      await eventually(
-        async () => {
-          const { rows } = await sql<{ n: number }>`
-            select count(*)::int as n from pg_stat_activity
-            where datname = current_database() and wait_event_type = 'Lock'
-              and query like '%for share%'`.execute(db);
-          return rows[0]!.n > 0 ? true : undefined;
-        },
-        10_000,
-        1,
-      );
+      // The parent's run reached its suspension, which waits for the batch.
+      const batchPid = (await batch.query<{ pid: number }>('select pg_backend_pid() as pid'))
+        .rows[0]!.pid;
+      await eventually(async () => {
+        const { rows } = await sql<{ n: number }>`
+          select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'
+            and ${batchPid}::int = any(pg_blocking_pids(pid))`.execute(db);
+        return rows[0]!.n > 0 ? true : undefined;
+      });
       const { rows } = await batch.query<{ id: string }>(
         'select id from tasks where parent_id = $1 and id <> $2',
         [parentId, pair.second.id],
