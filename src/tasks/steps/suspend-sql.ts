@@ -150,9 +150,9 @@ async function readSignals(
 }
 
 /**
- * The awaited children, read under the task's children lock (see `suspendOrSatisfy`; the key
- * is migration 0017's, `taskId` as Postgres prints a uuid): an ended (or gone) one satisfies
- * its wait.
+ * The awaited children, read under the task's children lock (see `suspendOrSatisfy`; its key
+ * is written as migration 0017's trigger writes it): an ended (or gone) one satisfies its
+ * wait.
  * @returns how many awaited children have not ended, and the earliest expiry among them
  */
 async function readChildren(
@@ -163,7 +163,7 @@ async function readChildren(
 ): Promise<{ pending: number; expiresAt: Date | null }> {
   const childWaits = waits.filter((w) => w.kind === 'child');
   if (childWaits.length === 0) return { pending: 0, expiresAt: null };
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`taskhandle_children:${taskId}`}, 0))`.execute(
+  await sql`select pg_advisory_xact_lock(hashtextextended('taskhandle_children:' || ${taskId}::uuid, 0))`.execute(
     trx,
   );
   const rows = await sql<{
