@@ -1,11 +1,11 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/types.js';
 import { forgetRateStarts, Purger, purgeExpired } from '../../src/tasks/purge.js';
 import { eventually, startTestApp, type TestApp } from '../helpers/app.js';
-import { backend } from '../helpers/db.js';
+import { backend, kyselyOn } from '../helpers/db.js';
 import { type ServerProcess, spawnServer } from '../helpers/process.js';
 
 /**
@@ -194,15 +194,7 @@ describe.skipIf(backend === 'pglite')('purge on a shared Postgres', () => {
 
   it('is safe from several purgers at once: every row deleted exactly once', async () => {
     await insertTasks(db, 'alice', 6_000, true);
-    const pools = Array.from(
-      { length: 3 },
-      () =>
-        new Kysely<Database>({
-          dialect: new PostgresDialect({
-            pool: new pg.Pool({ connectionString: api.database.url, max: 1 }),
-          }),
-        }),
-    );
+    const pools = Array.from({ length: 3 }, () => kyselyOn(api.database, 1));
     try {
       const deleted = await Promise.all(pools.map((p) => purgeExpired(p, 200)));
       expect(deleted.reduce((a, b) => a + b, 0)).toBe(6_000);

@@ -1,9 +1,8 @@
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
+import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/types.js';
 import { eventually } from '../helpers/app.js';
-import { backend, freshDatabase, type TestDatabase } from '../helpers/db.js';
+import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../helpers/db.js';
 import {
   type OtlpReceiver,
   type ReceivedSpan,
@@ -33,11 +32,7 @@ describe.skipIf(backend !== 'pg')('tracing across processes (Postgres)', () => {
   const processes: ServerProcess[] = [];
   beforeAll(async () => {
     database = await freshDatabase();
-    db = new Kysely<Database>({
-      dialect: new PostgresDialect({
-        pool: new pg.Pool({ connectionString: database.url, max: 2 }),
-      }),
-    });
+    db = kyselyOn(database, 2);
     otlp = await startOtlpReceiver();
     hooks = await startReceiver(() => 200);
   });

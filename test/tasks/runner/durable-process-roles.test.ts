@@ -1,11 +1,9 @@
-import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { Database } from '../../../src/db/types.js';
 import { claimTasks } from '../../../src/tasks/sql/claim.js';
 import { READY_CHANNEL } from '../../../src/tasks/sql/common.js';
 import { eventually } from '../../helpers/app.js';
-import { backend } from '../../helpers/db.js';
+import { backend, kyselyOn } from '../../helpers/db.js';
 import {
   alice,
   api,
@@ -75,11 +73,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
 
     // Any worker can take the released task at once (a 30 s lease would still be live had it
     // lapsed rather than been released): claim it the way a worker does.
-    const db = new Kysely<Database>({
-      dialect: new PostgresDialect({
-        pool: new pg.Pool({ connectionString: database!.url, max: 1 }),
-      }),
-    });
+    const db = kyselyOn(database!, 1);
     try {
       const claimed = await claimTasks(db, 'probe', ['sleep'], 10, 30_000);
       expect(claimed.map((r) => [r.id, r.attempt])).toEqual([[long, 1]]);
