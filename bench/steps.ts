@@ -10,7 +10,8 @@
  *
  * - steps: a handler of 100 `ctx.step`s against one doing the same 100 awaits plainly (each
  *   timed by the handler itself), per step, against one bare INSERT commit on the same
- *   database (floor: ≤ 1 durable commit), and against a plain commit of the journal's own row.
+ *   database (floor: ≤ 1 durable commit); beside it, what binds: a plain commit of the
+ *   journal's own row, and the step's own statement run directly through the app's pool.
  * - sleepers: 10 000 tasks asleep on the process (BENCH_SLEEPERS to change): RSS growth once
  *   all are suspended (≤ 50 MiB) and, as they wake, from due to running (p99 ≤ 1.5 s).
  * - children: one task fanning out 1 000 `sleep` children and in (Promise.all over their
@@ -25,8 +26,10 @@ import type { Task } from '../src/tasks/task.js';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
 import { BASE_URL, fmt, out, report, runs, targets, verdict } from './common.js';
 import { percentile } from './load.js';
+import { bareCommits, rowCommits, statementCommits } from './step-floors.js';
 
 const ALICE = { id: 'alice', admin: false };
+const WORKER_ID = 'bench-steps-worker';
 const SLEEPERS = Number(process.env.BENCH_SLEEPERS ?? 10_000);
 
 /** Each task's handler, from its first line to its return: ms by task id. */
@@ -58,6 +61,21 @@ const plain = defineTaskKind<{ n: number }, number>({
   },
 });
 
+/** The task `bench-hold` runs as, and how to let it end. */
+let holding: { taskId: string; attempt: number; release: () => void } | undefined;
+/** Holds its lease until released: a task the step's statement can be run for directly. */
+const hold = defineTaskKind<Record<string, never>, null>({
+  name: 'bench-hold',
+  description: 'holds its lease until released',
+  inputSchema: { type: 'object' },
+  async run(ctx) {
+    await new Promise<void>((release) => {
+      holding = { taskId: ctx.taskId, attempt: ctx.attempt, release };
+    });
+    return null;
+  },
+});
+
 /** When each sleeper ran after its wake-up: ms past its due time. */
 const lateness: number[] = [];
 const sleeper = defineTaskKind<{ at: number }, null>({
@@ -82,7 +100,7 @@ async function startApp(url: string): Promise<App> {
     NODE_ENV: 'production',
     TASK_PURGE_INTERVAL_MS: '3600000',
   });
-  return createApp({ config, kinds: [stepped, plain, sleeper] });
+  return createApp({ config, kinds: [stepped, plain, sleeper, hold], workerId: WORKER_ID });
 }
 
 /** Resolves with the task once it ended (read through the service, as a poller would). */
@@ -106,28 +124,10 @@ async function timeTask(app: App, kind: string, input: unknown): Promise<number>
   return handlerMs.get(task.id)!;
 }
 
-/** 100 sequential INSERT commits of a bare row on the same database: ms for all of them. */
-async function bareCommits(client: pg.Client): Promise<number> {
-  const t0 = performance.now();
-  for (let i = 0; i < 100; i++) await client.query('insert into bench_floor (v) values ($1)', [i]);
-  return performance.now() - t0;
-}
-
-/**
- * 100 INSERT commits of the journal's own rows, plainly (no lease to check, no conflict to
- * handle, nothing returned), into a table shaped as task_steps: what a step's row costs to
- * commit, apart from what a step does besides.
- */
-async function rowCommits(client: pg.Client): Promise<number> {
-  const { rows } = await client.query<{ id: string }>('select gen_random_uuid() as id');
-  const t0 = performance.now();
-  for (let i = 0; i < 100; i++)
-    await client.query(
-      `insert into bench_step_rows (task_id, name, position, state, attempts, started_at, ended_at, result)
-       values ($1, $2, $3, 'COMPLETED', 1, $4, now(), $5)`,
-      [rows[0]!.id, `s${i}`, i + 1, new Date(), String(i)],
-    );
-  return performance.now() - t0;
+/** The held task and its lease, as the step's statement is fenced by. */
+function heldTask() {
+  const held = holding!;
+  return { taskId: held.taskId, lease: { workerId: WORKER_ID, attempt: held.attempt } };
 }
 
 async function stepsRow(app: App, url: string): Promise<void> {
@@ -142,17 +142,23 @@ async function stepsRow(app: App, url: string): Promise<void> {
   const withAwaits: number[] = [];
   const floors: number[] = [];
   const rowFloors: number[] = [];
+  const statements: number[] = [];
+  const { task: held } = await app.tasks.start(ALICE, { kind: 'bench-hold', input: {} });
+  while (holding?.taskId !== held.id) await new Promise((r) => setTimeout(r, 20));
   await timeTask(app, 'bench-steps', { n: 100 }); // warm up
   await timeTask(app, 'bench-awaits', { n: 100 });
   await bareCommits(client);
   await rowCommits(client);
-  // Each round runs the four in turn, so a burst of load on the shared machine hits all four.
+  await statementCommits(app.db.kysely, heldTask(), rounds);
+  // Each round runs the five in turn, so a burst of load on the shared machine hits all five.
   for (let i = 0; i < rounds; i++) {
     withSteps.push(await timeTask(app, 'bench-steps', { n: 100 }));
     withAwaits.push(await timeTask(app, 'bench-awaits', { n: 100 }));
     floors.push(await bareCommits(client));
     rowFloors.push(await rowCommits(client));
+    statements.push(await statementCommits(app.db.kysely, heldTask(), i));
   }
+  holding?.release();
   await client.end();
   const median = (xs: number[]) =>
     percentile(
@@ -164,6 +170,7 @@ async function stepsRow(app: App, url: string): Promise<void> {
   const commit = median(floors) / 100;
   const ratio = median(ratios);
   const rowRatio = median(withSteps.map((s, i) => (s - withAwaits[i]!) / rowFloors[i]!));
+  const ofFloor = (xs: number[]) => median(xs.map((x, i) => x / floors[i]!)).toFixed(2);
   out('## Steps: a 100-step handler against 100 plain awaits');
   out();
   out('| handler | median ms per handler | ms per step |');
@@ -174,9 +181,16 @@ async function stepsRow(app: App, url: string): Promise<void> {
   out(
     `| the journal's row alone: one plain INSERT commit of it | – | ${fmt(median(rowFloors) / 100, 2)} |`,
   );
+  out(
+    `| the step's statement alone, through the app's pool, no ctx.step | – | ${fmt(median(statements) / 100, 2)} |`,
+  );
   out();
   out(
-    `A step costs ${ratio.toFixed(2)} bare commits (median of ${rounds} rounds, each running the four in turn; target ≤ 1 durable commit beyond its work): ${verdict(ratio <= 1)}. Against a plain commit of its own row, in a table shaped as the journal (no lease to check, no conflict to handle), it costs ${rowRatio.toFixed(2)}.`,
+    `Where a step's time goes, each against the bare commit of its round (medians): the journal's row committed plainly on the same raw connection ${ofFloor(rowFloors)}×; the step's own statement, with the lease's fence, the conflict clause and the result returned, through the app's pool (kysely, the breaker, prepared by name) ${ofFloor(statements)}×; the whole \`ctx.step\` in a running handler ${ratio.toFixed(2)}×. The first is the row: a journal entry is wider than the floor's row and has its own key. The second adds what the app's every statement pays. The rest is \`ctx.step\`'s bookkeeping and the running task's turns between steps.`,
+  );
+  out();
+  out(
+    `A step costs ${ratio.toFixed(2)} bare commits (median of ${rounds} rounds, each running the five in turn; target ≤ 1 durable commit beyond its work): ${verdict(ratio <= 1)}. Against a plain commit of its own row, in a table shaped as the journal (no lease to check, no conflict to handle), it costs ${rowRatio.toFixed(2)}.`,
   );
   out();
   targets.push(
