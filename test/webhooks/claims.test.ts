@@ -53,6 +53,25 @@ async function claimBuffers(client: pg.Client): Promise<{ buffers: number; claim
   return { buffers: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'], claimed: taken[0].n };
 }
 
+/**
+ * Resolves once every transaction that began before now has ended, in any database of the
+ * cluster: only then are the rows changed before dead to every snapshot, and an index scan
+ * that passes their entries may mark them dead. (Test files run side by side, each in a
+ * database of its own; a transaction of theirs that began before the update would keep its
+ * old rows visible, and the first claim would mark nothing.)
+ */
+async function untilDeadToAll(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ xid: string }>('select txid_current()::text as xid');
+  for (;;) {
+    const { rows: now } = await client.query<{ passed: boolean }>(
+      'select txid_snapshot_xmin(txid_current_snapshot()) > $1::bigint as passed',
+      [rows[0]!.xid],
+    );
+    if (now[0]!.passed) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe.skipIf(backend !== 'pg')('webhooks: the claim (Postgres)', () => {
   let database: TestDatabase;
   let client: pg.Client;
@@ -78,6 +97,7 @@ describe.skipIf(backend !== 'pg')('webhooks: the claim (Postgres)', () => {
     }
     await enqueue(client, DELIVERED);
     await client.query(`update task_deliveries set state = 'delivered', delivered_at = now()`);
+    await untilDeadToAll(client);
     await enqueue(client, 4);
     const first = await claimBuffers(client);
     expect(first.claimed).toBe(4);
