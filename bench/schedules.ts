@@ -8,8 +8,8 @@ import { BASE_URL, DB_NAME, fmt, out, pool, SERVER_ENV, targets, verdict } from 
 
 /**
  * What idle schedules cost (DESIGN §17): one process (ROLE=all) fires 10 schedules every
- * minute, once alone and once beside 10 000 that are not due in the window (daily, at other
- * hours). Postgres's own account of the database (`pg_stat_database`: time executing SQL,
+ * minute, alone and beside 10 000 that are not due in the window (daily, at other hours), in
+ * alternating rounds (BENCH_SCHEDULE_ROUNDS, default 3). Postgres's own account of the database (`pg_stat_database`: time executing SQL,
  * commits, rows read, buffers touched) per scheduled minute, and how late each occurrence's
  * task was started (its `created_at`, the firing transaction's start, against the instant the
  * occurrence came). The clock runs SPEED× the wall clock (a minute in 6 s), the same for both.
@@ -17,6 +17,7 @@ import { BASE_URL, DB_NAME, fmt, out, pool, SERVER_ENV, targets, verdict } from 
 
 const SPEED = 10;
 const MINUTES = Number(process.env.BENCH_SCHEDULE_MINUTES ?? 6);
+const ROUNDS = Number(process.env.BENCH_SCHEDULE_ROUNDS ?? 3);
 const ACTIVE = 10;
 const IDLE = 10_000;
 const T0 = Date.parse('2026-05-04T10:00:30Z');
@@ -141,11 +142,36 @@ async function once(idle: number): Promise<Run> {
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
+/** The median of each per-minute figure over the rounds of one configuration. */
+function medianRun(runs: readonly Run[]): Run {
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const of = (k: keyof Stats) => median(runs.map((r) => r.perMinute[k]));
+  return {
+    perMinute: {
+      active: of('active'),
+      commits: of('commits'),
+      rows: of('rows'),
+      buffers: of('buffers'),
+    },
+    started: median(runs.map((r) => r.started)),
+    lateMs: runs.flatMap((r) => r.lateMs).sort((a, b) => a - b),
+  };
+}
+
 export async function schedules(): Promise<void> {
   out(`## schedules: ${ACTIVE} firing every minute, alone and beside ${fmt(IDLE)} idle`);
   out();
-  const alone = await once(0);
-  const crowded = await once(IDLE);
+  // Rounds alternate the two, each on a database of its own: one window of a few scheduled
+  // minutes moved either figure by a third from run to run, which no single pair can tell
+  // from what the idle schedules cost.
+  const alones: Run[] = [];
+  const crowdeds: Run[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    alones.push(await once(0));
+    crowdeds.push(await once(IDLE));
+  }
+  const alone = medianRun(alones);
+  const crowded = medianRun(crowdeds);
   out(
     '| schedules | SQL time ms/min | commits/min | rows read/min | buffers/min | tasks started | late p50 ms | late p99 ms | late max ms |',
   );
@@ -158,12 +184,16 @@ export async function schedules(): Promise<void> {
       `| ${label} | ${fmt(r.perMinute.active, 1)} | ${fmt(r.perMinute.commits)} | ${fmt(r.perMinute.rows)} | ${fmt(r.perMinute.buffers)} | ${r.started} | ${fmt(pct(r.lateMs, 50))} | ${fmt(pct(r.lateMs, 99))} | ${fmt(r.lateMs.at(-1) ?? Number.NaN)} |`,
     );
   out();
+  const ratios = (k: keyof Stats) =>
+    alones.map((a, i) => crowdeds[i]!.perMinute[k] / a.perMinute[k]);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const list = (xs: number[]) => xs.map((x) => `${x.toFixed(2)}×`).join(', ');
   out(
-    `One process (ROLE=all, in the harness's process), its clock ${SPEED}× the wall clock (a minute in ${60 / SPEED} s), ${MINUTES} minutes measured after the first occurrence; the ${ACTIVE} schedules start a no-op task each minute, which runs. Per minute: pg_stat_database of the benchmark's database over the window (time executing SQL, commits, tuples returned and fetched, buffers hit and read), everything the process did (firing, the tasks' claims and ends, the listener's heartbeat). Late: a task's created_at (the firing transaction's start) after the wall-clock instant its occurrence came.`,
+    `One process (ROLE=all, in the harness's process), its clock ${SPEED}× the wall clock (a minute in ${60 / SPEED} s), ${MINUTES} minutes measured after the first occurrence; the ${ACTIVE} schedules start a no-op task each minute, which runs. Per minute: pg_stat_database of the benchmark's database over the window (time executing SQL, commits, tuples returned and fetched, buffers hit and read), everything the process did (firing, the tasks' claims and ends, the listener's heartbeat). ${ROUNDS} rounds, each running the two in turn on a database of its own; the figures are medians over the rounds, the ratios the median of each round's (SQL time ${list(ratios('active'))}; rows read ${list(ratios('rows'))}). Late: a task's created_at (the firing transaction's start) after the wall-clock instant its occurrence came, over every round.`,
   );
   out();
-  const ratio = crowded.perMinute.active / alone.perMinute.active;
-  const rowsRatio = crowded.perMinute.rows / alone.perMinute.rows;
+  const ratio = median(ratios('active'));
+  const rowsRatio = median(ratios('rows'));
   targets.push(
     `| ${fmt(IDLE)} idle schedules cost no more per minute than ${ACTIVE} (SQL time, rows read) | ${ratio.toFixed(2)}× time, ${rowsRatio.toFixed(2)}× rows | ${verdict(ratio <= 1.25 && rowsRatio <= 1.25)} |`,
     `| an occurrence's task starts at most ~1 s late (p99, beside ${fmt(IDLE)} idle) | ${fmt(pct(crowded.lateMs, 99))} ms | ${verdict(pct(crowded.lateMs, 99) <= 1_000)} |`,
