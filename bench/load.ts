@@ -27,6 +27,14 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** The middle of `xs` (the upper one of an even count), as `percentile(sorted, 50)`. */
+export function median(xs: readonly number[]): number {
+  return percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
+}
+
 function once(agent: Agent, options: LoadOptions): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(

@@ -15,6 +15,7 @@ import { DatabaseBreaker, DatabaseProbe } from '../src/db/breaker.js';
 import { clientConfig, guardedPool, PREPARED, prepared } from '../src/db/pg-pool.js';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
 import { BASE_URL, fmt } from './common.js';
+import { median } from './load.js';
 
 const ROUNDS = 9;
 const COMMITS = 200;
@@ -36,31 +37,38 @@ const kysely = new Kysely<unknown>({
 });
 
 const TEXT = `${PREPARED} insert into bench_floor (v) values ($1)`;
-/** A commit on a connection checked out of `pool` (which names the statement itself). */
-const throughPool = (pool: PostgresPool) => async (i: number) => {
-  const client = await pool.connect();
-  try {
-    await client.query(TEXT, [i]);
-  } finally {
-    client.release();
-  }
-};
+/** A commit sent by `send` on a connection checked out by `connect`, released after. */
+const throughPool =
+  <C extends { release(): void }>(
+    connect: () => Promise<C>,
+    send: (client: C, i: number) => Promise<unknown>,
+  ) =>
+  async (i: number) => {
+    const client = await connect();
+    try {
+      await send(client, i);
+    } finally {
+      client.release();
+    }
+  };
 const named = (i: number) => ({ name: 'ins', text: TEXT, values: [i] });
+/** As text: the guarded pools name a marked statement themselves. */
+const marked = (pool: PostgresPool) =>
+  throughPool(
+    () => pool.connect(),
+    (client, i) => client.query(TEXT, [i]),
+  );
 const layers: Array<[string, (i: number) => Promise<unknown>]> = [
   ['raw pg client, prepared by name', (i) => raw.query(named(i))],
   [
     "pg pool with the process's client settings",
-    async (i) => {
-      const client = await settled.connect();
-      try {
-        await client.query(named(i));
-      } finally {
-        client.release();
-      }
-    },
+    throughPool(
+      () => settled.connect(),
+      (client, i) => client.query(named(i)),
+    ),
   ],
-  ['the guarded pool (src/db/pg-pool.ts)', throughPool(guardedOnly)],
-  ['the breaker around it (src/db/breaker.ts)', throughPool(behindBreaker)],
+  ['the guarded pool (src/db/pg-pool.ts)', marked(guardedOnly)],
+  ['the breaker around it (src/db/breaker.ts)', marked(behindBreaker)],
   [
     'kysely over that: the app’s path',
     (i) => sql`${prepared} insert into bench_floor (v) values (${i})`.execute(kysely),
@@ -75,7 +83,6 @@ for (let round = 0; round < ROUNDS; round++)
     times.set(name, [...(times.get(name) ?? []), (performance.now() - t0) / COMMITS]);
   }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const base = median(times.get(layers[0]![0])!);
 console.log('| layer | ms a commit (median) | vs raw client |');
 console.log('| --- | ---: | ---: |');

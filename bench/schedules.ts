@@ -5,12 +5,14 @@ import type { Clock } from '../src/schedules/clock.js';
 import { defineTaskKind } from '../src/tasks/kinds.js';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
 import { BASE_URL, DB_NAME, fmt, out, pool, SERVER_ENV, targets, verdict } from './common.js';
+import { median } from './load.js';
 
 /**
  * What idle schedules cost (DESIGN §17): one process (ROLE=all) fires 10 schedules every
  * minute, alone and beside 10 000 that are not due in the window (daily, at other hours), in
- * alternating rounds (BENCH_SCHEDULE_ROUNDS, default 3). Postgres's own account of the database (`pg_stat_database`: time executing SQL,
- * commits, rows read, buffers touched) per scheduled minute, and how late each occurrence's
+ * alternating rounds (BENCH_SCHEDULE_ROUNDS, default 3). Postgres's own account of the
+ * database (`pg_stat_database`: time executing SQL, commits, rows read, buffers touched) per
+ * scheduled minute, and how late each occurrence's
  * task was started (its `created_at`, the firing transaction's start, against the instant the
  * occurrence came). The clock runs SPEED× the wall clock (a minute in 6 s), the same for both.
  */
@@ -144,7 +146,6 @@ const pct = (sorted: number[], p: number) =>
 
 /** The median of each per-minute figure over the rounds of one configuration. */
 function medianRun(runs: readonly Run[]): Run {
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const of = (k: keyof Stats) => median(runs.map((r) => r.perMinute[k]));
   return {
     perMinute: {
@@ -186,7 +187,6 @@ export async function schedules(): Promise<void> {
   out();
   const ratios = (k: keyof Stats) =>
     alones.map((a, i) => crowdeds[i]!.perMinute[k] / a.perMinute[k]);
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const list = (xs: number[]) => xs.map((x) => `${x.toFixed(2)}×`).join(', ');
   out(
     `One process (ROLE=all, in the harness's process), its clock ${SPEED}× the wall clock (a minute in ${60 / SPEED} s), ${MINUTES} minutes measured after the first occurrence; the ${ACTIVE} schedules start a no-op task each minute, which runs. Per minute: pg_stat_database of the benchmark's database over the window (time executing SQL, commits, tuples returned and fetched, buffers hit and read), everything the process did (firing, the tasks' claims and ends, the listener's heartbeat). ${ROUNDS} rounds, each running the two in turn on a database of its own; the figures are medians over the rounds, the ratios the median of each round's (SQL time ${list(ratios('active'))}; rows read ${list(ratios('rows'))}). Late: a task's created_at (the firing transaction's start) after the wall-clock instant its occurrence came, over every round.`,

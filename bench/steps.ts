@@ -25,7 +25,7 @@ import { defineTaskKind } from '../src/tasks/kinds.js';
 import type { Task } from '../src/tasks/task.js';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
 import { BASE_URL, fmt, out, report, runs, targets, verdict } from './common.js';
-import { percentile } from './load.js';
+import { median, percentile } from './load.js';
 import { bareCommits, rowCommits, statementCommits } from './step-floors.js';
 
 const ALICE = { id: 'alice', admin: false };
@@ -160,11 +160,6 @@ async function stepsRow(app: App, url: string): Promise<void> {
   }
   holding?.release();
   await client.end();
-  const median = (xs: number[]) =>
-    percentile(
-      [...xs].sort((a, b) => a - b),
-      50,
-    );
   const ratios = withSteps.map((s, i) => (s - withAwaits[i]!) / floors[i]!);
   const perStep = (median(withSteps) - median(withAwaits)) / 100;
   const commit = median(floors) / 100;
