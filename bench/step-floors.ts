@@ -6,7 +6,8 @@ import { commitStep } from '../src/tasks/steps/journal-sql.js';
 
 /**
  * The steps row's floors (bench/steps.ts), each 100 commits timed in a row: a bare INSERT,
- * the journal's own row inserted plainly, and the step's own statement without `ctx.step`.
+ * the journal's own row inserted plainly, and the step's own statement without `ctx.step`;
+ * and the counters that say how many commits a step makes.
  */
 
 /** 100 sequential INSERT commits of a bare row on the same database: ms for all of them. */
@@ -56,4 +57,40 @@ export async function statementCommits(
     if (!written) throw new Error('the held task lost its lease');
   }
   return performance.now() - t0;
+}
+
+/**
+ * The transactions that wrote while `run` ran: xids assigned across the server, less the one
+ * reading the counter takes. Every write a step makes is one transaction, so this counts
+ * commits, durable or not.
+ */
+export async function writesDuring(
+  client: pg.Client,
+  run: () => Promise<unknown>,
+): Promise<number> {
+  const xid = async () =>
+    Number((await client.query<{ x: string }>('select txid_current() as x')).rows[0]!.x);
+  const before = await xid();
+  await run();
+  return (await xid()) - before - 1;
+}
+
+/**
+ * The WAL flushes while `run` ran (pg_stat_wal, the whole server's): the durable commits. A
+ * backend reports its counts at most once a second, and an idle one within 10 s, so each
+ * reading waits 11 s first.
+ */
+export async function flushesDuring(
+  client: pg.Client,
+  run: () => Promise<unknown>,
+): Promise<number> {
+  const flushes = async () => {
+    await new Promise((r) => setTimeout(r, 11_000));
+    return Number(
+      (await client.query<{ n: string }>('select wal_sync as n from pg_stat_wal')).rows[0]!.n,
+    );
+  };
+  const before = await flushes();
+  await run();
+  return (await flushes()) - before;
 }

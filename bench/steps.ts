@@ -11,7 +11,8 @@
  * - steps: a handler of 100 `ctx.step`s against one doing the same 100 awaits plainly (each
  *   timed by the handler itself), per step, against one bare INSERT commit on the same
  *   database (floor: ≤ 1 durable commit); beside it, what binds: a plain commit of the
- *   journal's own row, and the step's own statement run directly through the app's pool.
+ *   journal's own row, and the step's own statement run directly through the app's pool. And
+ *   counted: the transactions that write and the WAL flushes a step adds (DESIGN §16's cost).
  * - sleepers: 10 000 tasks asleep on the process (BENCH_SLEEPERS to change): RSS growth once
  *   all are suspended (≤ 50 MiB) and, as they wake, from due to running (p99 ≤ 1.5 s).
  * - children: one task fanning out 1 000 `sleep` children and in (Promise.all over their
@@ -26,7 +27,13 @@ import type { Task } from '../src/tasks/task.js';
 import { recreateMigratedDatabase } from '../test/helpers/migrated-database.js';
 import { BASE_URL, fmt, out, report, runs, targets, verdict } from './common.js';
 import { median, percentile } from './load.js';
-import { bareCommits, rowCommits, statementCommits } from './step-floors.js';
+import {
+  bareCommits,
+  flushesDuring,
+  rowCommits,
+  statementCommits,
+  writesDuring,
+} from './step-floors.js';
 
 const ALICE = { id: 'alice', admin: false };
 const WORKER_ID = 'bench-steps-worker';
@@ -151,7 +158,12 @@ async function stepsRow(app: App, url: string): Promise<void> {
   await rowCommits(client);
   await statementCommits(app.db.kysely, heldTask(), rounds);
   // Each round runs the five in turn, so a burst of load on the shared machine hits all five.
+  // Transactions that wrote, per task of each kind (one of each a round, untimed).
+  const writes: number[] = [];
   for (let i = 0; i < rounds; i++) {
+    const stepped = await writesDuring(client, () => timeTask(app, 'bench-steps', { n: 100 }));
+    const plain = await writesDuring(client, () => timeTask(app, 'bench-awaits', { n: 100 }));
+    writes.push((stepped - plain) / 100);
     withSteps.push(await timeTask(app, 'bench-steps', { n: 100 }));
     withAwaits.push(await timeTask(app, 'bench-awaits', { n: 100 }));
     floors.push(await bareCommits(client));
@@ -159,6 +171,11 @@ async function stepsRow(app: App, url: string): Promise<void> {
     statements.push(await statementCommits(app.db.kysely, heldTask(), i));
   }
   holding?.release();
+  // WAL flushes once (each reading waits for the backends' statistics): one task of each kind.
+  const flushed = await flushesDuring(client, () => timeTask(app, 'bench-steps', { n: 100 }));
+  const flushedPlain = await flushesDuring(client, () => timeTask(app, 'bench-awaits', { n: 100 }));
+  const flushesPerStep = (flushed - flushedPlain) / 100;
+  const writesPerStep = median(writes);
   await client.end();
   const ratios = withSteps.map((s, i) => (s - withAwaits[i]!) / floors[i]!);
   const perStep = (median(withSteps) - median(withAwaits)) / 100;
@@ -188,8 +205,15 @@ async function stepsRow(app: App, url: string): Promise<void> {
     `A step costs ${ratio.toFixed(2)} bare commits (median of ${rounds} rounds, each running the five in turn; target ≤ 1 durable commit beyond its work): ${verdict(ratio <= 1)}. Against a plain commit of its own row, in a table shaped as the journal (no lease to check, no conflict to handle), it costs ${rowRatio.toFixed(2)}.`,
   );
   out();
+  out(
+    `Counted, not timed: beyond the plain handler's, a step makes ${writesPerStep.toFixed(2)} transactions that write (xids assigned, median of ${rounds} rounds) and ${flushesPerStep.toFixed(2)} WAL flushes (pg_stat_wal, the whole server's, one task of each kind: ${flushed} against ${flushedPlain}; a flush of other work in the same seconds would count too). That is DESIGN §16's cost, one durable commit a step, judged on the transactions; the time above is what that commit takes against a bare one.`,
+  );
+  out();
   targets.push(
-    `| a step ≤ 1 durable commit beyond its work | ${ratio.toFixed(2)} bare INSERT commits (${fmt(perStep, 2)} vs ${fmt(commit, 2)} ms) | ${verdict(ratio <= 1)} |`,
+    `| a step ≤ 1 durable commit beyond its work, counted | ${writesPerStep.toFixed(2)} transactions, ${flushesPerStep.toFixed(2)} WAL flushes a step | ${verdict(writesPerStep <= 1)} |`,
+  );
+  targets.push(
+    `| a step ≤ 1 durable commit beyond its work, timed | ${ratio.toFixed(2)} bare INSERT commits (${fmt(perStep, 2)} vs ${fmt(commit, 2)} ms) | ${verdict(ratio <= 1)} |`,
   );
 }
 
