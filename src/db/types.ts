@@ -89,6 +89,8 @@ export interface TasksTable {
   // DESIGN §17 (migrations/0013_debounce.sql): set while the task's debounce burst is open.
   debounce_key: Defaulted<string | null>;
   debounce_max_delay_ms: Defaulted<number | null>;
+  /** A webhook was attached to it once: its status changes write the outbox (0018). */
+  has_webhooks: Defaulted<boolean>;
 }
 
 export type TaskRow = Selectable<TasksTable>;

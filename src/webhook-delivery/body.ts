@@ -78,6 +78,8 @@ export function snapshotTask(snapshot: Record<string, unknown>): Task {
     // Not part of what a delivery reports (DESIGN §17 debounce is start-time only).
     debounce_key: null,
     debounce_max_delay_ms: null,
+    // A delivery is written only for a task with a webhook.
+    has_webhooks: true,
   };
   // The poll interval advised at the moment of the change, as a poller would have read it then.
   return toTask(row, row.last_updated_at.getTime());

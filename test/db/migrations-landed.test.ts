@@ -25,6 +25,8 @@ const LANDED: Readonly<Record<string, string>> = {
   '0015_run_time.sql': 'c0c14bd5d131cc4fa3321bf886dc57ce6829648d6173a150040433fc5f048ad1',
   '0016_claim_plans.sql': '1aa8d53ba743a2ab55ce75aba598741c211c46881f428f99a5f49ad5fce60614',
   '0017_child_ended_locks.sql': '63af69a80c16a45b842410ef48199d9de337ef01e28555b8c7d13fd6df79b5f6',
+  '0018_outbox_only_with_webhooks.sql':
+    '2a5ef54db83539b3ede8d5a8cca20782eed9c397c2d3124e46c971eee21485d2',
 };
 
 const DIR = new URL('../../migrations/', import.meta.url);
