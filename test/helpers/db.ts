@@ -6,8 +6,22 @@ import { promisify } from 'node:util';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
-import type { Database } from '../../src/db/types.js';
+import type { Database, TaskRow } from '../../src/db/types.js';
 import { directUrl } from './database-env.js';
+
+/** One column of task `id`'s stored row, as the database has it now. */
+export async function storedColumn<C extends keyof TaskRow>(
+  db: Kysely<Database>,
+  id: string,
+  column: C,
+): Promise<TaskRow[C]> {
+  const row = await db
+    .selectFrom('tasks')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+  return row[column];
+}
 
 /** Which backend this run tests: Postgres at DATABASE_URL, or embedded PGlite. */
 export const backend: 'pg' | 'pglite' = process.env.DATABASE_URL ? 'pg' : 'pglite';

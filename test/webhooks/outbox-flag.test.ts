@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { storedColumn } from '../helpers/db.js';
 
 /**
  * The outbox trigger runs only for tasks a webhook was attached to (migration 0018): the flag
@@ -37,14 +38,7 @@ describe('webhooks: the outbox written only for tasks with a webhook', () => {
     expect(res.errors).toBeUndefined();
     expect(res.data.cancelTask.status).toBe('CANCELLED');
   };
-  const flag = async (id: string) =>
-    (
-      await t.app.db.kysely
-        .selectFrom('tasks')
-        .select('has_webhooks')
-        .where('id', '=', id)
-        .executeTakeFirstOrThrow()
-    ).has_webhooks;
+  const flag = (id: string) => storedColumn(t.app.db.kysely, id, 'has_webhooks');
   const reported = async (id: string) =>
     (
       await t.app.db.kysely

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTaskKind } from '../../../src/tasks/kinds.js';
 import type { Task } from '../../../src/tasks/task.js';
 import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
+import { storedColumn } from '../../helpers/db.js';
 
 /**
  * A durable task's running time (DESIGN §16): its run-time limit counts the running time of
@@ -45,14 +46,7 @@ const final = (id: string) =>
     return task && task.status !== 'working' ? task : undefined;
   }, 60_000);
 
-const ranMs = async (id: string) =>
-  (
-    await t.app.db.kysely
-      .selectFrom('tasks')
-      .select('ran_ms')
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow()
-  ).ran_ms;
+const ranMs = (id: string) => storedColumn(t.app.db.kysely, id, 'ran_ms');
 
 describe("a durable task's run-time limit", { timeout: 90_000 }, () => {
   it('counts the running time of every run: two runs of 3 s each pass a 5 s limit', async () => {
