@@ -43,7 +43,7 @@ describe('webhooks: the outbox written only for tasks with a webhook', () => {
     (
       await t.app.db.kysely
         .selectFrom('task_deliveries')
-        .select(['version', 'status'])
+        .select('status')
         .where('task_id', '=', id)
         .orderBy('version')
         .execute()
