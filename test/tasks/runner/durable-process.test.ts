@@ -21,6 +21,11 @@ import {
 } from '../../helpers/durable-process.js';
 import { gqlAt, type ServerProcess } from '../../helpers/process.js';
 
+/** A lease no stall of a busy machine outlasts (heartbeats every 3.3 s). */
+const LONG_LEASE_MS = 10_000;
+/** The draining test's lease: a task runs for two of them after SIGTERM. */
+const DRAIN_LEASE_MS = 3_000;
+
 /**
  * Durable execution across real, separate server processes started as users start them,
  * sharing one Postgres database: workers lost with SIGKILL, and workers paused or draining
@@ -142,46 +147,51 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
     });
   });
 
-  describe('two workers on a short lease', () => {
+  it('aborts the handler of a worker paused past its lease, and its late writes change nothing', async () => {
+    const paused = await startServer('worker', short);
+    const id = await startTask('sleep', { ms: 4_000, steps: 40 });
+    await claimedBy([paused], id, 1);
+    await eventually(async () => ((await row(id)).progress ?? 0) > 0 || undefined);
+
+    paused.child.kill('SIGSTOP');
+    // The worker that takes over holds its lease long enough that no stall of a busy machine
+    // loses it: what is tried here is the paused worker's lapsed lease, not this one's.
+    const other = await startServer('worker', { TASK_LEASE_MS: String(LONG_LEASE_MS) });
+    await eventually(async () => (claimant([other], id, 2) ? true : undefined), 15_000);
+    paused.child.kill('SIGCONT');
+    await eventually(async () =>
+      paused
+        .logs()
+        .some((l) => l.msg === 'aborting handler' && l.taskId === id && l.cause === 'lease-lost')
+        ? true
+        : undefined,
+    );
+    const done = await eventually(async () => {
+      const now = await row(id);
+      return now.status === 'working' ? undefined : now;
+    }, 15_000);
+    expect(done).toMatchObject({ status: 'completed', attempt: 2 });
+    expect(done.result.sleptMs).toBeGreaterThanOrEqual(4_000);
+    expect(paused.logs().filter((l) => l.msg === 'task claimed' && l.taskId === id)).toHaveLength(
+      1,
+    );
+  });
+
+  describe('two workers on a lease of a few seconds', () => {
     let w1: ServerProcess;
     let w2: ServerProcess;
     beforeAll(async () => {
-      const env = { ...short, TASK_SHUTDOWN_GRACE_MS: '10000' };
+      // Heartbeats a second apart: a draining worker stalled by a busy machine for less than
+      // two seconds still renews in time.
+      const env = { TASK_LEASE_MS: String(DRAIN_LEASE_MS), TASK_SHUTDOWN_GRACE_MS: '10000' };
       [w1, w2] = await Promise.all([startServer('worker', env), startServer('worker', env)]);
       kept.add(w1).add(w2);
     });
     afterAll(() => kill(w1, w2));
 
-    it('aborts the handler of a worker paused past its lease, and its late writes change nothing', async () => {
-      const id = await startTask('sleep', { ms: 4_000, steps: 40 });
-      const paused = await eventually(async () => claimant([w1, w2], id, 1));
-      const other = paused === w1 ? w2 : w1;
-      await eventually(async () => ((await row(id)).progress ?? 0) > 0 || undefined);
-
-      paused.child.kill('SIGSTOP');
-      await eventually(async () => (claimant([other], id, 2) ? true : undefined), 15_000);
-      paused.child.kill('SIGCONT');
-      await eventually(async () =>
-        paused
-          .logs()
-          .some((l) => l.msg === 'aborting handler' && l.taskId === id && l.cause === 'lease-lost')
-          ? true
-          : undefined,
-      );
-      const done = await eventually(async () => {
-        const now = await row(id);
-        return now.status === 'working' ? undefined : now;
-      }, 15_000);
-      expect(done).toMatchObject({ status: 'completed', attempt: 2 });
-      expect(done.result.sleptMs).toBeGreaterThanOrEqual(4_000);
-      expect(paused.logs().filter((l) => l.msg === 'task claimed' && l.taskId === id)).toHaveLength(
-        1,
-      );
-    });
-
     it('keeps renewing the lease through the grace period of SIGTERM, so a draining task is not run twice', async () => {
       // Runs for twice the lease, all of it after SIGTERM.
-      const id = await startTask('sleep', { ms: 2 * SHORT_LEASE_MS });
+      const id = await startTask('sleep', { ms: 2 * DRAIN_LEASE_MS });
       const draining = await eventually(async () => claimant([w1, w2], id, 1));
       const other = draining === w1 ? w2 : w1;
       draining.child.kill('SIGTERM');
