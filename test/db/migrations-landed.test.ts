@@ -27,6 +27,7 @@ const LANDED: Readonly<Record<string, string>> = {
   '0017_child_ended_locks.sql': '63af69a80c16a45b842410ef48199d9de337ef01e28555b8c7d13fd6df79b5f6',
   '0018_outbox_only_with_webhooks.sql':
     '2a5ef54db83539b3ede8d5a8cca20782eed9c397c2d3124e46c971eee21485d2',
+  '0019_fair_claim_rounds.sql': 'ef007baff75dad1da4f5de9248a8e748ec2def62529b2361ea7d22cf8c8d8e92',
 };
 
 const DIR = new URL('../../migrations/', import.meta.url);
