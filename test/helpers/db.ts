@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { Database, TaskRow } from '../../src/db/types.js';
 import { directUrl } from './database-env.js';
 
@@ -59,6 +59,28 @@ export function kyselyOn(database: TestDatabase, max: number): Kysely<Database> 
   const pool = new pg.Pool({ connectionString: database.url, max });
   pool.on('error', () => {}); // an idle connection lost: the pool has already dropped it
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/**
+ * A throwaway database and {@link kyselyOn} it over `max` connections, for the describe block
+ * that calls this: made before its tests, closed and dropped after them. Read `db` in tests.
+ */
+export function useDatabaseOn(max: number): { readonly db: Kysely<Database> } {
+  let database: TestDatabase | undefined;
+  let db: Kysely<Database> | undefined;
+  beforeAll(async () => {
+    database = await freshDatabase();
+    db = kyselyOn(database, max);
+  });
+  afterAll(async () => {
+    await db?.destroy();
+    await database?.drop();
+  });
+  return {
+    get db() {
+      return db!;
+    },
+  };
 }
 
 /** A throwaway, migrated database, cloned from the run's template. */

@@ -1,8 +1,7 @@
-import { type Kysely, sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../../src/db/types.js';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
 import { claimWork } from '../../../src/tasks/sql/claim.js';
-import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../../helpers/db.js';
+import { backend, useDatabaseOn } from '../../helpers/db.js';
 
 /**
  * The claim's plans are made once per connection and kept (migration 0012): those a connection
@@ -13,18 +12,8 @@ import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../../helpe
 describe.skipIf(backend !== 'pg')(
   'a claim on a connection that planned it on an empty table',
   () => {
-    let database: TestDatabase;
-    let db: Kysely<Database>;
-
-    beforeAll(async () => {
-      database = await freshDatabase();
-      // One connection: every claim below runs on the plans the first ones made.
-      db = kyselyOn(database, 1);
-    });
-    afterAll(async () => {
-      await db?.destroy();
-      await database?.drop();
-    });
+    // One connection: every claim below runs on the plans the first ones made.
+    const on = useDatabaseOn(1);
 
     const queue = (n: number, status: 'working' | 'completed') =>
       sql`
@@ -32,19 +21,19 @@ describe.skipIf(backend !== 'pg')(
                          timeout_ms, status)
       select gen_random_uuid(), 'alice', 'plans', 3600000, now() + interval '1 hour', 1000, 3,
              60000, ${status}
-      from generate_series(1, ${n}::int)`.execute(db);
+      from generate_series(1, ${n}::int)`.execute(on.db);
 
     it('reads the grown table through its indexes', { timeout: 60_000 }, async () => {
       // Planned while the table holds one task: every statement of a claim that leases one.
       await queue(1, 'working');
-      expect((await claimWork(db, 'w', ['plans'], 8, 60_000)).rows).toHaveLength(1);
-      await claimWork(db, 'w', ['plans'], 8, 60_000);
+      expect((await claimWork(on.db, 'w', ['plans'], 8, 60_000)).rows).toHaveLength(1);
+      await claimWork(on.db, 'w', ['plans'], 8, 60_000);
 
       // The table grows, unanalyzed (as between two runs of autovacuum).
       await queue(5_000, 'completed');
       await queue(1, 'working');
 
-      const scans = await db.transaction().execute(async (trx) => {
+      const scans = await on.db.transaction().execute(async (trx) => {
         const claim = await claimWork(trx, 'w', ['plans'], 8, 60_000);
         const { rows } = await sql<{ seq_scan: string; idx_scan: string }>`
         select seq_scan, idx_scan from pg_stat_xact_user_tables

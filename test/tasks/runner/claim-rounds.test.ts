@@ -1,8 +1,7 @@
-import { type Kysely, sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../../src/db/types.js';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
 import { claimWork } from '../../../src/tasks/sql/claim.js';
-import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../../helpers/db.js';
+import { backend, useDatabaseOn } from '../../helpers/db.js';
 
 /**
  * A fair claim looks again for more only where there may be more (migration 0019): one that
@@ -12,17 +11,7 @@ import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../../helpe
  * included, are test/tasks/flow-fairness.test.ts's.
  */
 describe.skipIf(backend !== 'pg')('the rounds of a fair claim', () => {
-  let database: TestDatabase;
-  let db: Kysely<Database>;
-
-  beforeAll(async () => {
-    database = await freshDatabase();
-    db = kyselyOn(database, 1);
-  });
-  afterAll(async () => {
-    await db?.destroy();
-    await database?.drop();
-  });
+  const on = useDatabaseOn(1);
 
   /** Queues `n` ready tasks of `owner`. */
   const queue = (owner: string, n: number) =>
@@ -31,7 +20,7 @@ describe.skipIf(backend !== 'pg')('the rounds of a fair claim', () => {
                          timeout_ms)
       select gen_random_uuid(), ${owner}, 'rounds', 3600000, now() + interval '1 hour', 1000, 3,
              60000
-      from generate_series(1, ${n}::int)`.execute(db);
+      from generate_series(1, ${n}::int)`.execute(on.db);
 
   /** A fair claim with room for `limit`, rolled back: what it claimed and the rows it read. */
   async function claim(limit: number): Promise<{ owners: string[]; read: number }> {
@@ -39,7 +28,7 @@ describe.skipIf(backend !== 'pg')('the rounds of a fair claim', () => {
       select idx_tup_fetch + seq_tup_read as n from pg_stat_xact_user_tables
       where relname = 'tasks'`;
     let seen: { owners: string[]; read: number } | undefined;
-    await db
+    await on.db
       .transaction()
       .execute(async (trx) => {
         const before = Number((await fetched.execute(trx)).rows[0]!.n);

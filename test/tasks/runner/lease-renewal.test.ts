@@ -1,9 +1,8 @@
-import { type Kysely, sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../../src/db/types.js';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
 import { claimTasks } from '../../../src/tasks/sql/claim.js';
 import { renewLeases } from '../../../src/tasks/sql/leases.js';
-import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../../helpers/db.js';
+import { backend, useDatabaseOn } from '../../helpers/db.js';
 
 /**
  * A lease renewal never waits for a row another statement holds locked (an outcome of the
@@ -12,17 +11,7 @@ import { backend, freshDatabase, kyselyOn, type TestDatabase } from '../../helpe
  * Postgres only: the lock is held on a second connection while the first renews.
  */
 describe.skipIf(backend !== 'pg')('a lease renewal', () => {
-  let database: TestDatabase;
-  let db: Kysely<Database>;
-
-  beforeAll(async () => {
-    database = await freshDatabase();
-    db = kyselyOn(database, 2);
-  });
-  afterAll(async () => {
-    await db?.destroy();
-    await database?.drop();
-  });
+  const on = useDatabaseOn(2);
 
   it('skips a task whose row is locked, as busy, and renews it once free', async () => {
     const [{ id }] = (
@@ -31,22 +20,22 @@ describe.skipIf(backend !== 'pg')('a lease renewal', () => {
                            timeout_ms)
         values (gen_random_uuid(), 'alice', 'renewal', 3600000, now() + interval '1 hour', 1000,
                 3, 60000)
-        returning id`.execute(db)
+        returning id`.execute(on.db)
     ).rows as [{ id: string }];
-    const [claimed] = await claimTasks(db, 'w1', ['renewal'], 1, 60_000);
+    const [claimed] = await claimTasks(on.db, 'w1', ['renewal'], 1, 60_000);
     const lease = { id, attempt: claimed!.attempt };
 
-    const whileLocked = await db.transaction().execute(async (trx) => {
+    const whileLocked = await on.db.transaction().execute(async (trx) => {
       await sql`select 1 from tasks where id = ${id}::uuid for update`.execute(trx);
       // On the pool's other connection, while this transaction holds the row.
-      return renewLeases(db, 'w1', [lease], 60_000);
+      return renewLeases(on.db, 'w1', [lease], 60_000);
     });
     expect(whileLocked).toEqual(new Map([[id, 'busy']]));
 
-    expect(await renewLeases(db, 'w1', [lease], 60_000)).toEqual(new Map([[id, 'working']]));
+    expect(await renewLeases(on.db, 'w1', [lease], 60_000)).toEqual(new Map([[id, 'working']]));
     // Another worker's lease, or a stale attempt, is neither renewed nor busy.
-    expect(await renewLeases(db, 'w2', [lease], 60_000)).toEqual(new Map());
-    expect(await renewLeases(db, 'w1', [{ id, attempt: lease.attempt + 1 }], 60_000)).toEqual(
+    expect(await renewLeases(on.db, 'w2', [lease], 60_000)).toEqual(new Map());
+    expect(await renewLeases(on.db, 'w1', [{ id, attempt: lease.attempt + 1 }], 60_000)).toEqual(
       new Map(),
     );
   });
