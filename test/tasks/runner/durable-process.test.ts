@@ -23,8 +23,8 @@ import { gqlAt, type ServerProcess } from '../../helpers/process.js';
 
 /** A lease no stall of a busy machine outlasts (heartbeats every 3.3 s). */
 const LONG_LEASE_MS = 10_000;
-/** The draining test's lease: a task runs for two of them after SIGTERM. */
-const DRAIN_LEASE_MS = 3_000;
+/** Heartbeats a second apart: a stall of a busy machine under two seconds does not lose it. */
+const MEDIUM_LEASE_MS = 3_000;
 
 /**
  * Durable execution across real, separate server processes started as users start them,
@@ -37,21 +37,26 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
   useProcessSuite();
 
   describe('workers lost with SIGKILL', () => {
-    let w1: ServerProcess;
-    let w2: ServerProcess;
+    let victim: ServerProcess;
     let survivor: ServerProcess;
     beforeAll(async () => {
-      [w1, w2] = await Promise.all([startServer('worker', short), startServer('worker', short)]);
-      kept.add(w1).add(w2);
+      // The survivor renews the longer lease: what is tried is the victim's lapse, not its own.
+      [victim, survivor] = await Promise.all([
+        startServer('worker', short),
+        startServer('worker', { TASK_LEASE_MS: String(MEDIUM_LEASE_MS) }),
+      ]);
+      kept.add(victim).add(survivor);
     });
-    afterAll(() => kill(w1, w2));
+    afterAll(() => kill(victim, survivor));
 
     it('reclaims and completes the task of a worker killed with SIGKILL once its lease lapses', async () => {
       const runMs = 1_500;
+      // The victim claims it: the survivor is stopped until it has.
+      survivor.child.kill('SIGSTOP');
       const id = await startTask('sleep', { ms: runMs, steps: 30 });
+      await claimedBy([victim], id, 1);
+      survivor.child.kill('SIGCONT');
       // Mid-task: claimed, and reporting progress.
-      const victim = await eventually(async () => claimant([w1, w2], id, 1));
-      survivor = victim === w1 ? w2 : w1;
       await eventually(async () => ((await row(id)).progress ?? 0) > 0 || undefined);
       expect(await row(id)).toMatchObject({ status: 'working', attempt: 1 });
 
@@ -181,9 +186,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
     let w1: ServerProcess;
     let w2: ServerProcess;
     beforeAll(async () => {
-      // Heartbeats a second apart: a draining worker stalled by a busy machine for less than
-      // two seconds still renews in time.
-      const env = { TASK_LEASE_MS: String(DRAIN_LEASE_MS), TASK_SHUTDOWN_GRACE_MS: '10000' };
+      const env = { TASK_LEASE_MS: String(MEDIUM_LEASE_MS), TASK_SHUTDOWN_GRACE_MS: '10000' };
       [w1, w2] = await Promise.all([startServer('worker', env), startServer('worker', env)]);
       kept.add(w1).add(w2);
     });
@@ -191,7 +194,7 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
 
     it('keeps renewing the lease through the grace period of SIGTERM, so a draining task is not run twice', async () => {
       // Runs for twice the lease, all of it after SIGTERM.
-      const id = await startTask('sleep', { ms: 2 * DRAIN_LEASE_MS });
+      const id = await startTask('sleep', { ms: 2 * MEDIUM_LEASE_MS });
       const draining = await eventually(async () => claimant([w1, w2], id, 1));
       const other = draining === w1 ? w2 : w1;
       draining.child.kill('SIGTERM');
