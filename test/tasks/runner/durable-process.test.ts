@@ -12,6 +12,7 @@ import {
   GET,
   kept,
   kill,
+  long,
   row,
   SHORT_LEASE_MS,
   short,
@@ -21,8 +22,6 @@ import {
 } from '../../helpers/durable-process.js';
 import { gqlAt, type ServerProcess } from '../../helpers/process.js';
 
-/** A lease no stall of a busy machine outlasts (heartbeats every 3.3 s). */
-const LONG_LEASE_MS = 10_000;
 /** Heartbeats a second apart: a stall of a busy machine under two seconds does not lose it. */
 const MEDIUM_LEASE_MS = 3_000;
 
@@ -159,9 +158,8 @@ describe.skipIf(backend === 'pglite')('durable execution across processes', () =
     await eventually(async () => ((await row(id)).progress ?? 0) > 0 || undefined);
 
     paused.child.kill('SIGSTOP');
-    // The worker that takes over holds its lease long enough that no stall of a busy machine
-    // loses it: what is tried here is the paused worker's lapsed lease, not this one's.
-    const other = await startServer('worker', { TASK_LEASE_MS: String(LONG_LEASE_MS) });
+    // What is tried is the paused worker's lapsed lease, not the one of the worker taking over.
+    const other = await startServer('worker', long);
     await eventually(async () => (claimant([other], id, 2) ? true : undefined), 15_000);
     paused.child.kill('SIGCONT');
     await eventually(async () =>

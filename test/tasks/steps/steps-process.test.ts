@@ -7,6 +7,7 @@ import {
   claimant,
   claimedBy,
   client,
+  long,
   short,
   startServer,
   startTask,
@@ -68,9 +69,9 @@ describe.skipIf(backend === 'pglite')('the journal across processes', { timeout:
     const victim = await startServer('worker', short);
     const id = await startTask('pipeline', { stages: 6, stageMs: 300 });
     await claimedBy([victim], id, 1);
-    // The next worker renews a long lease, so a stall of a busy machine cannot make it lose the
-    // re-run too: the attempt that must not start a journalled stage is its, the second.
-    const next = startServer('worker', { TASK_LEASE_MS: '10000' });
+    // The next worker renews the long lease, so a stall of a busy machine cannot make it lose
+    // the re-run too: the attempt that must not start a journalled stage is its, the second.
+    const next = startServer('worker', long);
     const completed = async () => (await journal(id)).filter((s) => s.state === 'COMPLETED');
     await eventually(async () => ((await completed()).length >= 3 ? true : undefined));
     victim.child.kill('SIGKILL');
