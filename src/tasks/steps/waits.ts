@@ -97,9 +97,13 @@ export class Waits {
     });
   }
 
-  /** Decides a turn of the event loop from now (once, however many ask meanwhile). */
+  /**
+   * Decides a turn of the event loop from now (once, however many ask meanwhile); with no
+   * wait pending there is nothing to decide (a wait reached later asks again), so a step's end
+   * costs no turn.
+   */
   queueDecision(): void {
-    if (this.queued || this.ended) return;
+    if (this.queued || this.ended || this.pending.length === 0) return;
     this.queued = true;
     setImmediate(() => {
       this.queued = false;
