@@ -2,12 +2,13 @@ import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import type { Database } from '../src/db/types.js';
 import type { Lease } from '../src/tasks/sql/leases.js';
-import { commitStep } from '../src/tasks/steps/journal-sql.js';
+import { commitStep, commitStepQuery } from '../src/tasks/steps/journal-sql.js';
 
 /**
  * The steps row's floors (bench/steps.ts), each 100 commits timed in a row: a bare INSERT,
- * the journal's own row inserted plainly, and the step's own statement without `ctx.step`;
- * and the counters that say how many commits a step makes.
+ * the journal's own row inserted plainly, and the step's own statement without `ctx.step`
+ * (on a raw connection, and through the app's pool); and the counters that say how many
+ * commits a step makes.
  */
 
 /** 100 sequential INSERT commits of a bare row on the same database: ms for all of them. */
@@ -31,6 +32,37 @@ export async function rowCommits(client: pg.Client): Promise<number> {
        values ($1, $2, $3, 'COMPLETED', 1, $4, now(), $5)`,
       [rows[0]!.id, `s${i}`, i + 1, new Date(), String(i)],
     );
+  return performance.now() - t0;
+}
+
+/**
+ * 100 commits of the step's own statement as `commitStep` sends it (the lease's fence, the
+ * conflict clause, the result returned), on the same raw connection as the bare INSERT: what
+ * Postgres takes for it, without the app's kysely, pool and breaker around it.
+ */
+export async function rawStatementCommits(
+  client: pg.Client,
+  db: Kysely<Database>,
+  held: { taskId: string; lease: Lease },
+  round: number,
+): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < 100; i++) {
+    const step = { name: `raw${round}-${i}`, position: round * 100 + i + 1, attempts: 1 };
+    const query = commitStepQuery(
+      db,
+      held.taskId,
+      held.lease,
+      { ...step, startedAt: new Date(), result: String(i) },
+      false,
+    );
+    const { rowCount } = await client.query({
+      name: 'bench-step-commit',
+      text: query.sql,
+      values: [...query.parameters],
+    });
+    if (rowCount !== 1) throw new Error('the held task lost its lease');
+  }
   return performance.now() - t0;
 }
 

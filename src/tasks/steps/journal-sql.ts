@@ -90,6 +90,26 @@ function commitText(db: Executor, first: boolean): string {
   return text;
 }
 
+/** `commitStep`'s statement with its values, as it is sent. */
+export function commitStepQuery(
+  db: Executor,
+  taskId: string,
+  lease: Lease,
+  step: StepCommit,
+  first: boolean,
+): CompiledQuery<{ result: unknown }> {
+  return CompiledQuery.raw(commitText(db, first), [
+    taskId,
+    lease.workerId,
+    lease.attempt,
+    step.name,
+    step.position,
+    step.attempts,
+    step.startedAt,
+    step.result,
+  ]);
+}
+
 /**
  * Commits a finished step, fenced by the lease: one statement, one durable commit, prepared
  * once per connection. A step another run journalled first stays as it was. Only the result
@@ -105,18 +125,7 @@ export async function commitStep(
   step: StepCommit,
   first: boolean,
 ): Promise<{ result: unknown } | undefined> {
-  const result = await db.executeQuery<{ result: unknown }>(
-    CompiledQuery.raw(commitText(db, first), [
-      taskId,
-      lease.workerId,
-      lease.attempt,
-      step.name,
-      step.position,
-      step.attempts,
-      step.startedAt,
-      step.result,
-    ]),
-  );
+  const result = await db.executeQuery(commitStepQuery(db, taskId, lease, step, first));
   if (result.rows[0]) return result.rows[0];
   // Nothing written: journalled before (by a run that lost its lease to this one, say), or
   // this run's lease is gone.
