@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import type { Database } from '../src/db/types.js';
 import type { Lease } from '../src/tasks/sql/leases.js';
-import { commitStep, commitStepQuery } from '../src/tasks/steps/journal-sql.js';
+import { commitStep, commitStepQuery, type StepCommit } from '../src/tasks/steps/journal-sql.js';
 
 /**
  * The steps row's floors (bench/steps.ts), each 100 commits timed in a row: a bare INSERT,
@@ -35,35 +35,46 @@ export async function rowCommits(client: pg.Client): Promise<number> {
   return performance.now() - t0;
 }
 
+/** 100 step commits in a row, each by `commit` (false: nothing written): ms for all of them. */
+async function stepCommits(
+  prefix: string,
+  round: number,
+  commit: (step: StepCommit) => Promise<boolean>,
+): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < 100; i++) {
+    const written = await commit({
+      name: `${prefix}${round}-${i}`,
+      position: round * 100 + i + 1,
+      attempts: 1,
+      startedAt: new Date(),
+      result: String(i),
+    });
+    if (!written) throw new Error('the held task lost its lease');
+  }
+  return performance.now() - t0;
+}
+
 /**
  * 100 commits of the step's own statement as `commitStep` sends it (the lease's fence, the
  * conflict clause, the result returned), on the same raw connection as the bare INSERT: what
  * Postgres takes for it, without the app's kysely, pool and breaker around it.
  */
-export async function rawStatementCommits(
+export function rawStatementCommits(
   client: pg.Client,
   db: Kysely<Database>,
   held: { taskId: string; lease: Lease },
   round: number,
 ): Promise<number> {
-  const t0 = performance.now();
-  for (let i = 0; i < 100; i++) {
-    const step = { name: `raw${round}-${i}`, position: round * 100 + i + 1, attempts: 1 };
-    const query = commitStepQuery(
-      db,
-      held.taskId,
-      held.lease,
-      { ...step, startedAt: new Date(), result: String(i) },
-      false,
-    );
+  return stepCommits('raw', round, async (step) => {
+    const query = commitStepQuery(db, held.taskId, held.lease, step, false);
     const { rowCount } = await client.query({
       name: 'bench-step-commit',
       text: query.sql,
       values: [...query.parameters],
     });
-    if (rowCount !== 1) throw new Error('the held task lost its lease');
-  }
-  return performance.now() - t0;
+    return rowCount === 1;
+  });
 }
 
 /**
@@ -71,24 +82,16 @@ export async function rawStatementCommits(
  * clause, the result returned) through the app's pool, called directly for a task that holds
  * its lease: a step without `ctx.step` around it, nor a running handler's turns between them.
  */
-export async function statementCommits(
+export function statementCommits(
   db: Kysely<Database>,
   held: { taskId: string; lease: Lease },
   round: number,
 ): Promise<number> {
-  const t0 = performance.now();
-  for (let i = 0; i < 100; i++) {
-    const step = { name: `r${round}-${i}`, position: round * 100 + i + 1, attempts: 1 };
-    const written = await commitStep(
-      db,
-      held.taskId,
-      held.lease,
-      { ...step, startedAt: new Date(), result: String(i) },
-      false,
-    );
-    if (!written) throw new Error('the held task lost its lease');
-  }
-  return performance.now() - t0;
+  return stepCommits(
+    'r',
+    round,
+    async (step) => (await commitStep(db, held.taskId, held.lease, step, false)) !== undefined,
+  );
 }
 
 /**

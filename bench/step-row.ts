@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { App } from '../src/app.js';
-import { defineTaskKind } from '../src/tasks/kinds.js';
+import { defineTaskKind, type TaskContext } from '../src/tasks/kinds.js';
 import type { Task } from '../src/tasks/task.js';
 import { fmt, out, targets, verdict } from './common.js';
 import { median } from './load.js';
@@ -25,31 +25,28 @@ export const WORKER_ID = 'bench-steps-worker';
 /** Each task's handler, from its first line to its return: ms by task id. */
 const handlerMs = new Map<string, number>();
 
-const stepped = defineTaskKind<{ n: number }, number>({
-  name: 'bench-steps',
-  description: 'n steps',
-  inputSchema: { type: 'object' },
-  async run(ctx) {
-    const t0 = performance.now();
-    let sum = 0;
-    for (let i = 0; i < ctx.input.n; i++) sum += await ctx.step(`s${i}`, async () => i);
-    handlerMs.set(ctx.taskId, performance.now() - t0);
-    return sum;
-  },
-});
+/** A kind whose handler awaits `each` n times, timing itself into `handlerMs`. */
+function timedKind(
+  name: string,
+  description: string,
+  each: (ctx: TaskContext, i: number) => Promise<number>,
+) {
+  return defineTaskKind<{ n: number }, number>({
+    name,
+    description,
+    inputSchema: { type: 'object' },
+    async run(ctx) {
+      const t0 = performance.now();
+      let sum = 0;
+      for (let i = 0; i < ctx.input.n; i++) sum += await each(ctx, i);
+      handlerMs.set(ctx.taskId, performance.now() - t0);
+      return sum;
+    },
+  });
+}
 
-const plain = defineTaskKind<{ n: number }, number>({
-  name: 'bench-awaits',
-  description: 'n plain awaits',
-  inputSchema: { type: 'object' },
-  async run(ctx) {
-    const t0 = performance.now();
-    let sum = 0;
-    for (let i = 0; i < ctx.input.n; i++) sum += await (async () => i)();
-    handlerMs.set(ctx.taskId, performance.now() - t0);
-    return sum;
-  },
-});
+const stepped = timedKind('bench-steps', 'n steps', (ctx, i) => ctx.step(`s${i}`, async () => i));
+const plain = timedKind('bench-awaits', 'n plain awaits', async (_ctx, i) => i);
 
 /** The task `bench-hold` runs as, and how to let it end. */
 let holding: { taskId: string; attempt: number; release: () => void } | undefined;
