@@ -66,9 +66,9 @@ function leaseHeld(taskId: string, lease: Lease, first: boolean) {
 const $ = (n: number): RawBuilder<unknown> => sql.raw(`$${n}`);
 
 /**
- * The step's commit, as text with placeholders, one a value of `first`: compiled once per
- * process, not for every step (kysely builds and compiles a template anew on each call, a
- * tenth of a step's time on a fast disk).
+ * The step's commit as text with placeholders, one text for each value of `first`, compiled
+ * once per process rather than for every step: kysely builds and compiles a template anew on
+ * each call, which was a tenth of a step's time where a WAL flush is fast.
  */
 const commitTexts = new Map<boolean, string>();
 function commitText(db: Executor, first: boolean): string {
