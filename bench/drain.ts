@@ -1,23 +1,22 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { makeWorkerUtils, type WorkerUtils } from 'graphile-worker';
+import pino from 'pino';
+import { connect } from '../src/db/connect.js';
+import { claimWork } from '../src/tasks/sql/claim.js';
+import { recordOutcomes } from '../src/tasks/sql/outcomes.js';
 import {
-  DB_NAME,
   DRAIN_TASKS,
   databaseUrl,
   fmt,
   out,
   pool,
-  procStat,
   server,
   targets,
   truncate,
-  until,
   verdict,
 } from './common.js';
-import { type Child, PROFILE_DIR, spawnChild } from './processes.js';
-
-const WINDOW_PROFILE = process.env.BENCH_DRAIN_PROFILE === '1';
+import { type Drained, timed } from './drain-window.js';
+import { spawnChild } from './processes.js';
 
 /**
  * Queued no-op tasks drained by one worker process, beside graphile-worker configured for
@@ -28,121 +27,88 @@ const WINDOW_PROFILE = process.env.BENCH_DRAIN_PROFILE === '1';
  * to bench/profiles/drain-*.cpuprofile (`npx tsx bench/profile-top.ts` reads one).
  */
 
-interface Drained {
-  ms: number;
-  /** Transactions committed in the benchmark's database, and WAL flushes, a task. */
-  commits: number;
-  walSyncs: number;
-  /** CPU ms a task: the worker process, and the Postgres backends of this database. */
-  workerCpu: number;
-  postgresCpu: number;
-}
-
-/**
- * CPU ms so far of each Postgres backend connected to the benchmark's database, by pid. A
- * window's CPU is what each backend spent since the window's start ({@link busySince}): a
- * total over whoever is connected at each end would lose the CPU of a backend that left
- * meanwhile (an idle pool connection closing), all it had spent since it began.
- */
-async function backendsBusyMs(): Promise<Map<number, number>> {
-  const { rows } = await pool.query<{ pid: number }>(
-    'select pid from pg_stat_activity where datname = $1',
-    [DB_NAME],
-  );
-  const busy = new Map<number, number>();
-  for (const { pid } of rows) {
-    try {
-      const { fields } = procStat(pid);
-      busy.set(pid, ((Number(fields[11]) + Number(fields[12])) * 1000) / 100);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return busy;
-}
-
-/** CPU ms the backends connected at the end spent since `start` (new ones: all they spent). */
-function busySince(start: Map<number, number>, end: Map<number, number>): number {
-  let ms = 0;
-  for (const [pid, at] of end) ms += at - (start.get(pid) ?? 0);
-  return ms;
-}
-
-/** Transactions committed in this database, and WAL flushes (the whole server's), so far. */
-async function counters(): Promise<{ commits: number; walSyncs: number }> {
-  const { rows } = await pool.query(
-    `select (select xact_commit from pg_stat_database where datname = $1) as commits,
-            (select wal_sync from pg_stat_wal) as wal_syncs`,
-    [DB_NAME],
-  );
-  return { commits: Number(rows[0].commits), walSyncs: Number(rows[0].wal_syncs) };
-}
-
-async function cpuMs(child: Child): Promise<number> {
-  const { user, system } = await child.ask<{ user: number; system: number }>('cpu');
-  return (user + system) / 1000;
-}
-
-/** Times `fill` (queueing the tasks) until `done` holds, with the CPU each side spent. */
-async function timed(
-  worker: Child,
-  fill: () => Promise<unknown>,
-  done: () => Promise<boolean>,
-): Promise<Drained> {
-  if (WINDOW_PROFILE) {
-    mkdirSync(PROFILE_DIR, { recursive: true });
-    await worker.ask('profile:start');
-  }
-  const [cpu0, pg0, db0] = [await cpuMs(worker), await backendsBusyMs(), await counters()];
-  const started = performance.now();
-  await fill();
-  await until(done, 'drain', { everyMs: 20 });
-  const ms = performance.now() - started;
-  const [cpu1, pg1, db1] = [await cpuMs(worker), await backendsBusyMs(), await counters()];
-  if (WINDOW_PROFILE)
-    await worker.ask('profile:stop', {
-      file: join(PROFILE_DIR, `${worker.name}-${Date.now()}.cpuprofile`),
-    });
-  return {
-    ms,
-    workerCpu: (cpu1 - cpu0) / DRAIN_TASKS,
-    postgresCpu: busySince(pg0, pg1) / DRAIN_TASKS,
-    // Less the harness's own: its completion checks, one a 20 ms, and these two reads.
-    commits: (db1.commits - db0.commits - ms / 20 - 4) / DRAIN_TASKS,
-    walSyncs: (db1.walSyncs - db0.walSyncs) / DRAIN_TASKS,
-  };
-}
-
 const OUR_ENV: Record<string, string> = {
   ROLE: 'worker',
   RUNNER_CONCURRENCY: '8',
   ...(JSON.parse(process.env.BENCH_DRAIN_ENV ?? '{}') as Record<string, string>),
 };
 
+/** The queued tasks, in one statement with one NOTIFY, as a batch start leaves them. */
+const queueTasks = () =>
+  pool.query(
+    `with t as (
+       insert into tasks (id, owner, kind, input, ttl_ms, expires_at, poll_interval_ms, max_attempts, timeout_ms)
+       select gen_random_uuid(), 'alice', 'noop', '{}', 3600000, now() + interval '1 hour', 1000, 3, 900000
+       from generate_series(1, ${DRAIN_TASKS}) returning 1
+     ) select pg_notify('taskhandle_ready', 'noop') from (select count(*) from t) c`,
+  );
+
 export async function drainOurs(): Promise<Drained> {
   await truncate();
   await pool.query('vacuum analyze tasks');
   const worker = await server('drain-worker', OUR_ENV);
   try {
-    return await timed(
-      worker,
-      () =>
-        pool.query(
-          `with t as (
-             insert into tasks (id, owner, kind, input, ttl_ms, expires_at, poll_interval_ms, max_attempts, timeout_ms)
-             select gen_random_uuid(), 'alice', 'noop', '{}', 3600000, now() + interval '1 hour', 1000, 3, 900000
-             from generate_series(1, ${DRAIN_TASKS}) returning 1
-           ) select pg_notify('taskhandle_ready', 'noop') from (select count(*) from t) c`,
-        ),
-      async () =>
-        (
-          await pool.query(
-            `select not exists (select 1 from tasks where status = 'working') as done`,
-          )
-        ).rows[0].done,
-    );
+    return await timed(worker, queueTasks, async () => {
+      const { rows } = await pool.query(
+        `select not exists (select 1 from tasks where status = 'working') as done`,
+      );
+      return rows[0].done;
+    });
   } finally {
     await worker.stop();
+  }
+}
+
+/** Tasks a statement of the floor claims, and completes. */
+const FLOOR_BATCH = 500;
+
+/**
+ * The floor of our storage model: the drain by the worker's own two statements and nothing
+ * else. Two connections each claim FLOOR_BATCH tasks (`claimWork`, fair, as the worker claims)
+ * and complete them all in one `recordOutcomes` (their summaries, as the worker's outcomes of
+ * tasks nobody watches), until a claim finds none: no handler, no bookkeeping, no events read.
+ */
+async function drainStatements(): Promise<Drained> {
+  await truncate();
+  await pool.query('vacuum analyze tasks');
+  const log = pino({ level: 'warn' });
+  const timeouts = { statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 };
+  const db = await connect({ databaseUrl, dataDir: '', poolSize: 2, timeouts, log });
+  const workerId = 'drain-floor';
+  const loop = async () => {
+    for (;;) {
+      const { rows } = await claimWork(db.kysely, workerId, ['noop'], FLOOR_BATCH, 60_000);
+      if (rows.length === 0) return;
+      await recordOutcomes(
+        db.kysely,
+        rows.map((r) => ({
+          id: r.id,
+          lease: { workerId, attempt: r.attempt },
+          ending: 'complete' as const,
+          result: 'null',
+        })),
+        () => false,
+      );
+    }
+  };
+  let loops: Promise<unknown> = Promise.resolve();
+  let finished = false;
+  try {
+    const drained = await timed(
+      undefined,
+      async () => {
+        await queueTasks();
+        loops = Promise.all([loop(), loop()]).finally(() => {
+          finished = true;
+        });
+      },
+      async () => finished,
+    );
+    await loops;
+    return drained;
+  } finally {
+    await loops.catch(() => {});
+    await db.close();
   }
 }
 
@@ -178,15 +144,20 @@ export async function drain(): Promise<void> {
   out();
   const utils = await makeWorkerUtils({ connectionString: databaseUrl });
   let ours: Drained | undefined;
+  let floor: Drained | undefined;
   let reference: Drained | undefined;
   let defaults: Drained | undefined;
   try {
     await utils.migrate();
     for (let round = 1; round <= 2; round++) {
       const a = await drainOurs();
+      const f = await drainStatements();
       const b = await drainGraphile(utils, true);
-      console.log(`  round ${round}: ours ${fmt(a.ms)} ms, graphile-worker ${fmt(b.ms)} ms`);
+      console.log(
+        `  round ${round}: ours ${fmt(a.ms)} ms, our statements alone ${fmt(f.ms)} ms, graphile-worker ${fmt(b.ms)} ms`,
+      );
       ours = better(ours, a);
+      floor = better(floor, f);
       reference = better(reference, b);
     }
     defaults = await drainGraphile(utils, false);
@@ -209,6 +180,10 @@ export async function drain(): Promise<void> {
     );
   line(`taskhandle worker (${settings})`, ours!);
   line(
+    `floor: our claim and outcome statements alone, ${FLOOR_BATCH} tasks a statement, two connections, no worker (CPU: the bench process)`,
+    floor!,
+  );
+  line(
     'reference: graphile-worker 0.17, concurrency 8, configured for throughput (local queue 500, batched completion and failure)',
     reference!,
   );
@@ -220,6 +195,17 @@ export async function drain(): Promise<void> {
   out();
   out(
     'Timed from the insert of the whole batch (ours: one statement and one NOTIFY; graphile-worker: one `addJobs`) until no task is left WORKING (ours) or every job is gone (graphile-worker deletes finished jobs); both workers were idle and listening before, the table vacuumed. Two runs each, alternating, the better one kept. CPU: the worker process (process.cpuUsage) and the Postgres backends connected to the benchmark database (/proc), over the same window, divided by the tasks.',
+  );
+  out();
+  // What binds a drain on this machine: the CPU a task costs its two sides together. With
+  // every core busy, that cost caps the rate at cores / CPU a task, however well the two
+  // sides overlap.
+  const cpus = availableParallelism();
+  const both = (d: Drained) => d.workerCpu + d.postgresCpu;
+  const busy = (d: Drained) => (both(d) * rate(d)) / 1000;
+  const ceiling = (d: Drained) => (cpus * 1000) / both(d);
+  out(
+    `CPU a task, the worker's and Postgres's together: ours ${fmt(both(ours!), 3)} ms, our statements alone ${fmt(both(floor!), 3)} ms (Postgres's part ${fmt(floor!.postgresCpu, 3)} ms), the reference ${fmt(both(reference!), 3)} ms. At the rates above that kept ${fmt(busy(ours!), 2)}, ${fmt(busy(floor!), 2)} and ${fmt(busy(reference!), 2)} of this machine's ${cpus} cores busy. With all ${cpus} busy it would cap ours at ${fmt(ceiling(ours!))} tasks/s (${(ceiling(ours!) / rate(reference!)).toFixed(2)}× the reference's rate) and our statements alone at ${fmt(ceiling(floor!))} (${(ceiling(floor!) / rate(reference!)).toFixed(2)}×): reaching the reference's rate takes at most ${fmt((cpus * 1000) / rate(reference!), 3)} ms a task, all sides together.`,
   );
   out();
   targets.push(
