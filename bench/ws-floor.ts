@@ -22,6 +22,7 @@ process.on('message', (message: { type: string }) => {
     const { rss, heapUsed, external } = process.memoryUsage();
     process.send!({ type: 'memory', rss, heapUsed, external });
   }
+  if (message.type === 'cpu') process.send!({ type: 'cpu', ...process.cpuUsage() });
   if (message.type === 'send') {
     let i = 1;
     for (const socket of wss.clients) socket.send(FRAME(i++));
