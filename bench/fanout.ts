@@ -204,7 +204,7 @@ export async function fanout(token: string): Promise<void> {
       `| fan-out ≤ 16 KiB per subscriber | ${(perRss / 1024).toFixed(1)} KiB (RSS) | ${verdict(perRss <= 16 * 1024)} |`,
     );
     targets.push(
-      `| fan-out delivery p99 ≤ 1.5× the bare ws floor | ${ratio(p99, percentile(floor.latencies, 99))} (${p99.toFixed(0)} vs ${percentile(floor.latencies, 99).toFixed(0)} ms) | ${verdict(p99 <= 1.5 * percentile(floor.latencies, 99))} |`,
+      `| fan-out delivery p99 ≤ 1.5× the bare ws floor | ${ratio(p99, percentile(floor.latencies, 99))} (${p99.toFixed(0)} vs ${percentile(floor.latencies, 99).toFixed(0)} ms; server CPU per 1 000 subscribers ${fmt((cpuMs / SUBSCRIBERS) * 1000, 1)} vs ${fmt((floor.cpuMs / SUBSCRIBERS) * 1000, 1)} ms) | ${verdict(p99 <= 1.5 * percentile(floor.latencies, 99))} |`,
     );
   } finally {
     for (const s of sockets) s.close();
