@@ -108,7 +108,7 @@ export async function pooler(token: string): Promise<void> {
     out();
     const r = get('pgbouncer').perSecond / base.perSecond;
     targets.push(
-      `| through PgBouncer, ${PROCESSES} processes, ${SERVER_CONNECTIONS} server connections: accept ≥ 0.8× direct with ${PROCESSES} × 10 | ${r.toFixed(2)}× (${fmt(get('pgbouncer').perSecond)} vs ${fmt(base.perSecond)}/s; Debian's ${pgbouncerVersion()}, no prepared statements) | ${verdict(r >= 0.8)} |`,
+      `| through PgBouncer, ${PROCESSES} processes, ${SERVER_CONNECTIONS} server connections: accept ≥ 0.8× direct with ${PROCESSES} × 10 | ${r.toFixed(2)}× (${fmt(get('pgbouncer').perSecond)} vs ${fmt(base.perSecond)}/s; Debian's ${pgbouncerVersion()}, no prepared statements; the direct fleet with none, and no PgBouncer, ${(get('unprepared').perSecond / base.perSecond).toFixed(2)}×) | ${verdict(r >= 0.8)} |`,
     );
     if (PREPARED_PGBOUNCER) {
       const p = get('prepared').perSecond / base.perSecond;
