@@ -205,7 +205,7 @@ export async function drain(): Promise<void> {
   const busy = (d: Drained) => (both(d) * rate(d)) / 1000;
   const ceiling = (d: Drained) => (cpus * 1000) / both(d);
   out(
-    `CPU a task, the worker's and Postgres's together: ours ${fmt(both(ours!), 3)} ms, our statements alone ${fmt(both(floor!), 3)} ms (Postgres's part ${fmt(floor!.postgresCpu, 3)} ms), the reference ${fmt(both(reference!), 3)} ms. At the rates above that kept ${fmt(busy(ours!), 2)}, ${fmt(busy(floor!), 2)} and ${fmt(busy(reference!), 2)} of this machine's ${cpus} cores busy. With all ${cpus} busy it would cap ours at ${fmt(ceiling(ours!))} tasks/s (${(ceiling(ours!) / rate(reference!)).toFixed(2)}× the reference's rate) and our statements alone at ${fmt(ceiling(floor!))} (${(ceiling(floor!) / rate(reference!)).toFixed(2)}×): reaching the reference's rate takes at most ${fmt((cpus * 1000) / rate(reference!), 3)} ms a task, all sides together.`,
+    `CPU a task, the worker's and Postgres's together: ours ${fmt(both(ours!), 3)} ms, our statements alone ${fmt(both(floor!), 3)} ms (Postgres's part ${fmt(floor!.postgresCpu, 3)} ms), the reference ${fmt(both(reference!), 3)} ms. At the rates above that kept ${fmt(busy(ours!), 2)}, ${fmt(busy(floor!), 2)} and ${fmt(busy(reference!), 2)} of this machine's ${cpus} cores busy. With the ${cpus} cores all busy it would cap ours at ${fmt(ceiling(ours!))} tasks/s (${(ceiling(ours!) / rate(reference!)).toFixed(2)}× the reference's rate) and our statements alone at ${fmt(ceiling(floor!))} (${(ceiling(floor!) / rate(reference!)).toFixed(2)}×): reaching the reference's rate takes at most ${fmt((cpus * 1000) / rate(reference!), 3)} ms a task, all sides together.`,
   );
   out();
   targets.push(
