@@ -23,6 +23,13 @@ const uncorkAll = () => {
   corked = [];
   for (const connection of due) connection.uncork();
 };
+/**
+ * The uncork waits for the promises already under way, not only for this tick: a `tick`
+ * queued from a microtask runs once every microtask is done, those queued meanwhile too, so a
+ * final `next` written from a macrotask (the hub's hand-out) leaves with the `complete` that
+ * graphql-ws sends a few promise steps later, in one write.
+ */
+const uncorkAfterMicrotasks = () => process.nextTick(uncorkAll);
 const initTimeout = (connection: Connection) =>
   connection.close(CloseCode.ConnectionInitialisationTimeout, 'Connection initialisation timeout');
 
@@ -80,7 +87,7 @@ export class Connection {
     if (!this.corked) {
       this.corked = true;
       this.tcp.cork();
-      if (corked.push(this) === 1) process.nextTick(uncorkAll);
+      if (corked.push(this) === 1) queueMicrotask(uncorkAfterMicrotasks);
     }
     this.socket.send(frame);
     if (!this.tcp.writableNeedDrain) return undefined;
