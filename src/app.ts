@@ -43,7 +43,9 @@ export interface AppOptions {
   /**
    * yoga (or envelop) plugins for `/graphql`, after the server's own. One that hooks the HTTP
    * request or response (onRequest, onParams, onResponse…) turns the direct POST path off, so
-   * it sees every request; one of envelop's hooks alone (onExecute…) keeps it.
+   * it sees every request; one of envelop's hooks alone (onExecute…) keeps it. One that hooks
+   * subscriptions (onSubscribe) has every subscription result over a WebSocket go through the
+   * hooks, as it then sees each (faces/graphql/ws-frames.ts).
    */
   graphqlPlugins?: readonly YogaPlugin<any, any, any>[];
   /**

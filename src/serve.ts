@@ -6,7 +6,7 @@ import type { Db } from './db/connect.js';
 import { databaseReady } from './db/health.js';
 import { a2aPushConfigs } from './faces/a2a/push-configs.js';
 import { createA2AHandler } from './faces/a2a/route.js';
-import { servedDirectly } from './faces/graphql/direct-hooks.js';
+import { resultsUntouched, servedDirectly } from './faces/graphql/direct-hooks.js';
 import { ErrorMasking } from './faces/graphql/errors.js';
 import { graphqlRoute } from './faces/graphql/fast-post.js';
 import { createGraphiQLHandler } from './faces/graphql/graphiql.js';
@@ -51,6 +51,9 @@ export function serveFaces(parts: FaceParts) {
   const { defaultSkill } = config.a2a;
   const masking = ErrorMasking.of(config);
   const persisted = servesApi ? new PersistedOperations(config.persisted, verifier) : undefined;
+  // DESIGN §13: operation spans only while tracing is on (they hook execution only, so the
+  // direct POST path stays open either way).
+  const plugins = [...(tracingOn() ? [useOperationSpans()] : []), ...(graphqlPlugins ?? [])];
   const yoga = servesApi
     ? createYogaServer({
         schema,
@@ -63,9 +66,7 @@ export function serveFaces(parts: FaceParts) {
         limits: config.limits,
         observer: metrics,
         persisted,
-        // DESIGN §13: operation spans only while tracing is on (they hook execution only, so
-        // the direct POST path stays open either way).
-        plugins: [...(tracingOn() ? [useOperationSpans()] : []), ...(graphqlPlugins ?? [])],
+        plugins,
       })
     : undefined;
   const mcp = servesApi
@@ -105,7 +106,16 @@ export function serveFaces(parts: FaceParts) {
     ready: () => databaseReady(db, log),
   });
   const ws = yoga
-    ? attachWebSockets(server, yoga, verifier, log, config.limits, masking, persisted)
+    ? attachWebSockets(
+        server,
+        yoga,
+        verifier,
+        log,
+        config.limits,
+        masking,
+        persisted,
+        resultsUntouched(plugins),
+      )
     : undefined;
   if (ws) metrics.countSockets(() => ws.wss.clients.size);
 

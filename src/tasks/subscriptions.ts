@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { TaskEvents } from './events/hub.js';
 import { subscribeToOwner } from './events/owner-subscription.js';
-import { subscribeToTask } from './events/subscription.js';
+import { type Pullable, subscribeToTask } from './events/subscription.js';
 import { checkFilter } from './filter.js';
 import type { Gate } from './gate.js';
 import type { Actor, ListRequest } from './requests.js';
@@ -30,7 +30,11 @@ export class TaskSubscriptions {
    * final state, or when the task expires or is deleted, or at `until` (epoch ms).
    * @throws ServiceError NOT_FOUND, before anything is sent, for a task the actor cannot see
    */
-  toTask(actor: Actor, id: string, until?: number): Promise<AsyncIterableIterator<Task>> {
+  toTask(
+    actor: Actor,
+    id: string,
+    until?: number,
+  ): Promise<AsyncIterableIterator<Task> & Pullable<Task>> {
     return this.gate.around(
       actor,
       'taskUpdated',

@@ -48,3 +48,20 @@ export function servedDirectly(plugins: readonly Plugin<any, any, any>[] = []): 
     }),
   );
 }
+
+/** Hooks that may change a subscription's results, or add or wrap hooks that do. */
+const RESULT_HOOKS = new Set(['onSubscribe', 'onPluginInit', 'instrumentation']);
+
+/**
+ * Whether these plugins leave a subscription's results as they come: the WebSocket face may
+ * then write a result without errors from beneath the hooks, which leave such a result as it
+ * is (ws-frames.ts). Only when none of them hooks subscriptions, adds or wraps hooks, or has a
+ * hook `DIRECT_PATH_HOOKS` does not know. The server's own plugins (yoga's error masking, the
+ * metrics' count of open subscriptions, the HTTP rules) act on errors and ends only; what else
+ * they do goes through the hooks as before (test/faces/graphql/ws-pulled.test.ts).
+ */
+export function resultsUntouched(plugins: readonly Plugin<any, any, any>[] = []): boolean {
+  return plugins.every((plugin) =>
+    Object.keys(plugin).every((hook) => hook in DIRECT_PATH_HOOKS && !RESULT_HOOKS.has(hook)),
+  );
+}

@@ -6,9 +6,23 @@ import {
   execute,
 } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
+import type { Pullable } from '../../tasks/events/subscription.js';
 import type { Context } from './builder.js';
 
 type Results = Map<DocumentNode, Map<string, ExecutionResult | Promise<ExecutionResult>>>;
+
+/** Each subscription's own results, by the operation's context object (one per operation). */
+const byContext = new WeakMap<object, EventResults>();
+
+/**
+ * The results of the subscription whose context this is, as `useSharedEventResults` made them
+ * and before any plugin's hooks, when they can be pulled (see `EventResults.pull`).
+ */
+export function pullableResults(context: unknown): EventResults | undefined {
+  if (typeof context !== 'object' || context === null) return undefined;
+  const results = byContext.get(context);
+  return results?.pullable ? results : undefined;
+}
 
 /**
  * Executes each subscription event once per distinct viewer instead of once per subscriber.
@@ -48,7 +62,15 @@ export function useSharedEventResults(): Plugin<Context> {
   const subscribe = async (args: ExecutionArgs) => {
     const source = await createSourceEventStream(args);
     if (!isAsyncIterable(source)) return source;
-    return new EventResults(source[Symbol.asyncIterator](), args, viewerKey(args), resultOf);
+    const results = new EventResults(
+      source[Symbol.asyncIterator](),
+      args,
+      viewerKey(args),
+      resultOf,
+    );
+    if (typeof args.contextValue === 'object' && args.contextValue !== null)
+      byContext.set(args.contextValue, results);
+    return results;
   };
   return {
     onSubscribe({ setSubscribeFn }) {
@@ -68,17 +90,67 @@ type ResultOf = (
  * `mapAsyncIterator` does here, in one object per subscriber instead of seven closures: a
  * failing execution closes the event stream and rethrows.
  */
-class EventResults implements AsyncIterableIterator<ExecutionResult> {
+export class EventResults implements AsyncIterableIterator<ExecutionResult> {
+  /** A step `pull` did not hand on, for the next `next()`. */
+  private held: (() => Promise<IteratorResult<ExecutionResult>>) | undefined;
+
   constructor(
-    private readonly events: AsyncIterator<unknown>,
+    private readonly events: AsyncIterator<unknown> & Partial<Pullable<unknown>>,
     private readonly args: ExecutionArgs,
     private readonly viewer: string | undefined,
     private readonly resultOf: ResultOf,
   ) {}
 
+  /** Whether the event stream beneath can be pulled (src/tasks/events/subscription.ts). */
+  get pullable(): boolean {
+    return typeof this.events.pull === 'function';
+  }
+
+  /**
+   * The next result without a promise, when it has no errors: `take(result)`, at once if the
+   * event is there. Anything else — a result with errors, a failed execution, the stream's
+   * end — is held for the next `next()`, and `take(undefined)` says so: what the plugins'
+   * hooks on results do (masking errors, counting a stream's end) they do through `next()`,
+   * while a result without errors, which they leave as it is, needs none of them.
+   */
+  pull(take: (result: ExecutionResult | undefined) => void): void {
+    (this.events as Pullable<unknown>).pull((step) => {
+      if (step.done) return this.hold(() => Promise.resolve(step), take);
+      let result: ExecutionResult | Promise<ExecutionResult>;
+      try {
+        result = this.resultOf(this.args, this.viewer, step.value);
+      } catch (err) {
+        return this.hold(() => this.close(err), take);
+      }
+      if (!(result instanceof Promise)) return this.hand(result, take);
+      result.then(
+        (value) => this.hand(value, take),
+        (err: unknown) => this.hold(() => this.close(err), take),
+      );
+    });
+  }
+
+  private hand(result: ExecutionResult, take: (result: ExecutionResult | undefined) => void) {
+    if (result.errors === undefined) take(result);
+    else this.hold(() => Promise.resolve(nextResult(result)), take);
+  }
+
+  private hold(
+    step: () => Promise<IteratorResult<ExecutionResult>>,
+    take: (result: ExecutionResult | undefined) => void,
+  ) {
+    this.held = step;
+    take(undefined);
+  }
+
   // A promise chain, not an async function: an idle subscriber waits here, and a suspended
   // async function holds several times what one pending callback does.
   next(): Promise<IteratorResult<ExecutionResult>> {
+    const held = this.held;
+    if (held) {
+      this.held = undefined;
+      return held();
+    }
     return this.events.next().then((step) => {
       if (step.done) return step;
       try {
@@ -93,6 +165,7 @@ class EventResults implements AsyncIterableIterator<ExecutionResult> {
   }
 
   async return(): Promise<IteratorResult<ExecutionResult>> {
+    this.held = undefined;
     await this.events.return?.();
     return { done: true, value: undefined };
   }

@@ -1,4 +1,5 @@
 import type { ExecutionResult } from 'graphql';
+import type { EventResults } from './shared-events.js';
 import type { Connection } from './ws-socket.js';
 
 /**
@@ -36,32 +37,91 @@ export function nextFrame(id: string, result: ExecutionResult): string {
  * write as a final `next`, see `Connection.write`); what the
  * stream throws reaches graphql-ws, which sends `error` as before; a client's `complete` or
  * the socket's close reaches `return()`, after which no frame is written.
+ *
+ * Given the subscription's own results beneath the plugins' hooks (`raw`, when every hook
+ * leaves a result without errors as it is), each such result is pulled from there and
+ * written in the same turn as its event, with no promise per subscriber; whatever else comes
+ * (a result with errors, a failure, the end) is taken through the hooks, from `results`.
  */
 export class FrameWriter implements AsyncIterableIterator<never> {
   private returned = false;
+  /** Settles the `next()` under way while results are pulled from `raw`. */
+  private settle:
+    | ((step: Promise<IteratorResult<never>> | IteratorResult<never>) => void)
+    | undefined;
+  /** `take`, bound once: what `raw.pull` calls back. */
+  private readonly took: (result: ExecutionResult | undefined) => void;
 
   constructor(
     private readonly results: AsyncIterator<ExecutionResult>,
     private readonly id: string,
     private readonly connection: Connection,
-  ) {}
+    private readonly raw?: EventResults | undefined,
+  ) {
+    this.took = this.take.bind(this);
+  }
 
-  async next(): Promise<IteratorResult<never>> {
-    for (;;) {
-      const step = await this.results.next();
-      if (step.done || this.returned) return { done: true, value: undefined };
-      const written = this.connection.write(nextFrame(this.id, step.value));
-      if (written) await written;
-    }
+  next(): Promise<IteratorResult<never>> {
+    if (!this.raw) return this.writeAll();
+    return new Promise((resolve) => {
+      this.settle = resolve;
+      this.pull();
+    });
   }
 
   async return(): Promise<IteratorResult<never>> {
     this.returned = true;
     await this.results.return?.();
-    return { done: true, value: undefined };
+    this.end(DONE);
+    return DONE;
   }
 
   [Symbol.asyncIterator](): this {
     return this;
   }
+
+  private async writeAll(): Promise<IteratorResult<never>> {
+    for (;;) {
+      const step = await this.results.next();
+      if (step.done || this.returned) return DONE;
+      const written = this.connection.write(nextFrame(this.id, step.value));
+      if (written) await written;
+    }
+  }
+
+  private pull(): void {
+    if (this.returned) this.end(DONE);
+    else (this.raw as EventResults).pull(this.took);
+  }
+
+  /** A result pulled from `raw`, or `undefined`: the next step is to be had from `results`. */
+  private take(result: ExecutionResult | undefined): void {
+    if (this.returned) this.end(DONE);
+    else if (result !== undefined) this.write(result);
+    else
+      this.end(
+        this.results.next().then((step) => {
+          if (step.done || this.returned) return DONE;
+          // Written, then back to pulling: the `next()` under way goes on.
+          return new Promise<IteratorResult<never>>((resolve) => {
+            this.settle = resolve;
+            this.write(step.value);
+          });
+        }),
+      );
+  }
+
+  private write(result: ExecutionResult): void {
+    const written = this.connection.write(nextFrame(this.id, result));
+    if (written) written.then(() => this.pull());
+    else this.pull();
+  }
+
+  private end(step: Promise<IteratorResult<never>> | IteratorResult<never>): void {
+    const settle = this.settle;
+    this.settle = undefined;
+    settle?.(step);
+  }
 }
+
+const DONE: IteratorResult<never> = Object.freeze({ done: true, value: undefined });

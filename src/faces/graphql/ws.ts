@@ -13,6 +13,7 @@ import { coerceError } from '../../errors.js';
 import type { Context } from './builder.js';
 import type { ErrorMasking } from './errors.js';
 import type { PersistedOperations } from './persisted.js';
+import { pullableResults } from './shared-events.js';
 import { FrameWriter } from './ws-frames.js';
 import { type Connection, serveGraphqlWs } from './ws-socket.js';
 import type { ServerContext } from './yoga.js';
@@ -67,8 +68,12 @@ interface Operation {
   connection: Connection;
 }
 
-/** A subscription's results, written as frames by the subscription (ws-frames.ts). */
-async function subscribe(args: ExecutionArgs, faults: Faults) {
+/**
+ * A subscription's results, written as frames by the subscription (ws-frames.ts); `pulled`:
+ * the plugins' hooks leave results without errors as they are, so those may be taken from
+ * beneath them.
+ */
+async function subscribe(args: ExecutionArgs, faults: Faults, pulled: boolean) {
   const { subscribe, id, connection } = args.rootValue as Operation;
   const result = await settle(() => subscribe(args), faults);
   return isAsyncIterable(result)
@@ -76,6 +81,7 @@ async function subscribe(args: ExecutionArgs, faults: Faults) {
         (result as AsyncIterable<ExecutionResult>)[Symbol.asyncIterator](),
         id,
         connection,
+        pulled ? pullableResults(args.contextValue) : undefined,
       )
     : result;
 }
@@ -96,6 +102,12 @@ export function attachWebSockets(
   masking: ErrorMasking,
   /** The persisted operations yoga was built with: a hash may stand for the document here too. */
   persisted?: PersistedOperations | undefined,
+  /**
+   * Whether every plugin yoga was built with leaves a subscription's results without errors
+   * as they are (`resultsUntouched` of an embedder's plugins): then those are written from
+   * beneath the hooks, without a promise per subscriber (ws-frames.ts).
+   */
+  pulled = false,
 ) {
   const faults: Faults = { log, masking };
   // A larger frame closes the socket with 1009 (Message Too Big), before it is buffered whole.
@@ -166,7 +178,7 @@ export function attachWebSockets(
         }
       },
       execute: (args) => settle(() => (args.rootValue as Operation).execute(args), faults),
-      subscribe: (args) => subscribe(args, faults),
+      subscribe: (args) => subscribe(args, faults, pulled),
       onError: (_ctx, _id, _payload, errors) => {
         log.debug({ errors }, 'websocket operation error');
       },

@@ -29,15 +29,25 @@ const endings = new Deadlines<TaskFollower>((follower) => follower.end());
 const DONE: IteratorResult<Task> = Object.freeze({ done: true, value: undefined });
 
 /**
+ * A stream whose next step can be had without a promise: `pull(take)` is `next()` with `take`
+ * in place of the promise's resolution, called at once when a step is ready, else when one
+ * comes. One call, one step. A consumer that hands each step on at once (the GraphQL face's
+ * WebSocket frames) pays no promise per subscriber per change that way.
+ */
+export interface Pullable<T> {
+  pull(take: (step: IteratorResult<T>) => void): void;
+}
+
+/**
  * One subscriber's stream of one task (see `subscribeToTask`). A class, not closures: what
  * ten thousand subscribers of a task hold is ten thousand of these and their hub entries.
  */
-class TaskFollower implements AsyncIterableIterator<Task> {
+class TaskFollower implements AsyncIterableIterator<Task>, Pullable<Task> {
   /** The newest undelivered row. */
   private pending: TaskRow | undefined;
   private lastVersion = 0;
   private ended = false;
-  /** The `next()` waiting for a row or the end. */
+  /** The `next()` or `pull()` waiting for a row or the end. */
   private waiting: ((step: IteratorResult<Task>) => void) | undefined;
   /** The hub's callback: this follower's `offer`, bound once. */
   readonly watcher: (row: TaskRow | undefined) => void;
@@ -79,6 +89,11 @@ class TaskFollower implements AsyncIterableIterator<Task> {
   next(): Promise<IteratorResult<Task>> {
     if (this.pending || this.ended) return Promise.resolve(this.take());
     return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  pull(take: (step: IteratorResult<Task>) => void): void {
+    if (this.pending || this.ended) take(this.take());
+    else this.waiting = take;
   }
 
   return(): Promise<IteratorResult<Task>> {
@@ -125,7 +140,7 @@ export async function subscribeToTask(
   id: string,
   owner: string | null,
   until?: number,
-): Promise<AsyncIterableIterator<Task>> {
+): Promise<AsyncIterableIterator<Task> & Pullable<Task>> {
   const follower = new TaskFollower(events, id, until);
   // Watch first, then read: a change between the two is not lost.
   events.watch(id, follower.watcher);
