@@ -52,6 +52,8 @@ interface Stats {
   active: number;
   commits: number;
   rows: number;
+  /** Rows read of the database's own tables, without the system catalogs'. */
+  tableRows: number;
   buffers: number;
 }
 
@@ -63,10 +65,15 @@ async function stats(client: pg.Client): Promise<Stats> {
     [NAME],
   );
   const r = rows[0]!;
+  const tables = await client.query<{ rows: string }>(
+    `select coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0) as rows
+       from pg_stat_user_tables`,
+  );
   return {
     active: Number(r.active_time),
     commits: Number(r.xact_commit),
     rows: Number(r.rows),
+    tableRows: Number(tables.rows[0]!.rows),
     buffers: Number(r.buffers),
   };
 }
@@ -130,6 +137,7 @@ async function once(idle: number): Promise<Run> {
         active: per('active'),
         commits: per('commits'),
         rows: per('rows'),
+        tableRows: per('tableRows'),
         buffers: per('buffers'),
       },
       started: rows.length,
@@ -152,6 +160,7 @@ function medianRun(runs: readonly Run[]): Run {
       active: of('active'),
       commits: of('commits'),
       rows: of('rows'),
+      tableRows: of('tableRows'),
       buffers: of('buffers'),
     },
     started: median(runs.map((r) => r.started)),
@@ -174,28 +183,28 @@ export async function schedules(): Promise<void> {
   const alone = medianRun(alones);
   const crowded = medianRun(crowdeds);
   out(
-    '| schedules | SQL time ms/min | commits/min | rows read/min | buffers/min | tasks started | late p50 ms | late p99 ms | late max ms |',
+    '| schedules | SQL time ms/min | commits/min | rows read/min | of which its tables | buffers/min | tasks started | late p50 ms | late p99 ms | late max ms |',
   );
-  out('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  out('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const [label, r] of [
     [`${ACTIVE}`, alone],
     [`${ACTIVE} + ${fmt(IDLE)} idle`, crowded],
   ] as const)
     out(
-      `| ${label} | ${fmt(r.perMinute.active, 1)} | ${fmt(r.perMinute.commits)} | ${fmt(r.perMinute.rows)} | ${fmt(r.perMinute.buffers)} | ${r.started} | ${fmt(pct(r.lateMs, 50))} | ${fmt(pct(r.lateMs, 99))} | ${fmt(r.lateMs.at(-1) ?? Number.NaN)} |`,
+      `| ${label} | ${fmt(r.perMinute.active, 1)} | ${fmt(r.perMinute.commits)} | ${fmt(r.perMinute.rows)} | ${fmt(r.perMinute.tableRows)} | ${fmt(r.perMinute.buffers)} | ${r.started} | ${fmt(pct(r.lateMs, 50))} | ${fmt(pct(r.lateMs, 99))} | ${fmt(r.lateMs.at(-1) ?? Number.NaN)} |`,
     );
   out();
   const ratios = (k: keyof Stats) =>
     alones.map((a, i) => crowdeds[i]!.perMinute[k] / a.perMinute[k]);
   const list = (xs: number[]) => xs.map((x) => `${x.toFixed(2)}×`).join(', ');
   out(
-    `One process (ROLE=all, in the harness's process), its clock ${SPEED}× the wall clock (a minute in ${60 / SPEED} s), ${MINUTES} minutes measured after the first occurrence; the ${ACTIVE} schedules start a no-op task each minute, which runs. Per minute: pg_stat_database of the benchmark's database over the window (time executing SQL, commits, tuples returned and fetched, buffers hit and read), everything the process did (firing, the tasks' claims and ends, the listener's heartbeat). ${ROUNDS} rounds, each running the two in turn on a database of its own; the figures are medians over the rounds, the ratios the median of each round's (SQL time ${list(ratios('active'))}; rows read ${list(ratios('rows'))}). Late: a task's created_at (the firing transaction's start) after the wall-clock instant its occurrence came, over every round.`,
+    `One process (ROLE=all, in the harness's process), its clock ${SPEED}× the wall clock (a minute in ${60 / SPEED} s), ${MINUTES} minutes measured after the first occurrence; the ${ACTIVE} schedules start a no-op task each minute, which runs. Per minute: pg_stat_database of the benchmark's database over the window (time executing SQL, commits, tuples returned and fetched, buffers hit and read), everything the process did (firing, the tasks' claims and ends, the listener's heartbeat). ${ROUNDS} rounds, each running the two in turn on a database of its own; the figures are medians over the rounds, the ratios the median of each round's (SQL time ${list(ratios('active'))}; rows read ${list(ratios('rows'))}, of its tables ${list(ratios('tableRows'))}). Rows read are pg_stat_database's tuples returned and fetched; of those, most are the system catalogs' (pg_attribute, pg_class…), which a backend reads as it fills its caches, so a pool connection opened within the window moved the figure by half from round to round; the target counts the rows read of the database's own tables (pg_stat_user_tables: sequentially read and fetched by index), what the schedules make Postgres read. Late: a task's created_at (the firing transaction's start) after the wall-clock instant its occurrence came, over every round.`,
   );
   out();
   const ratio = median(ratios('active'));
-  const rowsRatio = median(ratios('rows'));
+  const rowsRatio = median(ratios('tableRows'));
   targets.push(
-    `| ${fmt(IDLE)} idle schedules cost no more per minute than ${ACTIVE} (SQL time, rows read) | ${ratio.toFixed(2)}× time, ${rowsRatio.toFixed(2)}× rows | ${verdict(ratio <= 1.25 && rowsRatio <= 1.25)} |`,
+    `| ${fmt(IDLE)} idle schedules cost no more per minute than ${ACTIVE} (SQL time, rows read of its tables) | ${ratio.toFixed(2)}× time, ${rowsRatio.toFixed(2)}× rows | ${verdict(ratio <= 1.25 && rowsRatio <= 1.25)} |`,
     `| an occurrence's task starts at most ~1 s late (p99, beside ${fmt(IDLE)} idle) | ${fmt(pct(crowded.lateMs, 99))} ms | ${verdict(pct(crowded.lateMs, 99) <= 1_000)} |`,
   );
 }
