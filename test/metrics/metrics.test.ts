@@ -1,29 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { collect, eventually, startTestApp, type TestApp } from '../helpers/app.js';
+import { sample } from '../helpers/metrics.js';
 
 /**
  * `GET /metrics` (DESIGN §13): Prometheus text that moves as tasks run, on a real app over
  * real HTTP and WebSockets, and `METRICS_TOKEN` enforced.
  */
-
-/** The value of the sample `name{labels}` in Prometheus text; undefined when absent. */
-function sample(
-  text: string,
-  name: string,
-  labels: Record<string, string> = {},
-): number | undefined {
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const found = Object.fromEntries(
-      [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
-    );
-    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[3]);
-  }
-  return undefined;
-}
 
 const START = `mutation Start($input: StartTaskInput!) { startTask(input: $input) { id } }`;
 const GET = `query Poll($id: ID!) { task(id: $id) { status } }`;

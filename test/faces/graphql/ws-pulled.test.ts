@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resultsUntouched } from '../../../src/faces/graphql/direct-hooks.js';
 import { eventually, startTestApp, type TestApp } from '../../helpers/app.js';
 import { alice, t, useFileApp } from '../../helpers/file-app.js';
+import { sample } from '../../helpers/metrics.js';
 
 /**
  * The WebSocket face writes a subscription's results without errors from beneath envelop's
@@ -37,10 +38,9 @@ function follow(client: Client, query: string, variables: Record<string, unknown
   return { payloads, ended, stop };
 }
 
-async function subscriptionsOpen(app: TestApp): Promise<number> {
+async function subscriptionsOpen(app: TestApp): Promise<number | undefined> {
   const text = await (await fetch(`${app.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('taskhandle_graphql_subscriptions '));
-  return Number(line?.split(' ')[1]);
+  return sample(text, 'taskhandle_graphql_subscriptions');
 }
 
 describe('subscription results written from beneath the hooks', () => {
