@@ -129,6 +129,42 @@ describe('OutcomeWriter', () => {
     unwatch();
   });
 
+  it('reads back summaries alone when no task of the batch is watched or kept, and writes each outcome in full', async () => {
+    const ids = [await startElsewhere(), await startElsewhere()];
+    const claimed = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 2, 60_000);
+    const [done, retried] = ids.map((id) => claimed.find((r) => r.id === id)!);
+    const lease = (row: TaskRow) => ({ workerId: 'test-worker', attempt: row.attempt });
+    const failure = { code: 'BOOM', message: 'It broke.' };
+    const writer = new OutcomeWriter(t.app.db.kysely, t.app.events);
+    const before = Date.now();
+    const written = await Promise.all([
+      writer.complete(done!.id, lease(done!), { n: 3 }),
+      writer.retryOrFail(retried!.id, lease(retried!), failure, 60_000),
+    ]);
+    const [doneRow, retriedRow] = await Promise.all(
+      ids.map((id) => findStoredTask(t.app.db.kysely, id)),
+    );
+    expect(doneRow).toMatchObject({ status: 'completed', result: { n: 3 }, worker_id: null });
+    expect(retriedRow).toMatchObject({ status: 'working', hold: 'time', last_error: failure });
+    expect(retriedRow!.run_at.getTime()).toBeGreaterThanOrEqual(before + 59_000);
+    expect(written).toEqual([
+      {
+        id: done!.id,
+        version: done!.version + 1,
+        status: 'completed',
+        run_at: done!.run_at,
+        summary: true,
+      },
+      {
+        id: retried!.id,
+        version: retried!.version + 1,
+        status: 'working',
+        run_at: retriedRow!.run_at,
+        summary: true,
+      },
+    ]);
+  });
+
   it('reads back whole a task whose row this process keeps, and keeps it: the next read costs no query', async () => {
     const id = await start(); // through this app: its row is kept
     const [row] = await claimTasks(t.app.db.kysely, 'test-worker', ['manual'], 1, 60_000);
