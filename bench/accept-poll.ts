@@ -18,9 +18,10 @@ import {
   verdict,
   WARMUP_MS,
 } from './common.js';
+import { cpuOf } from './cpu-split.js';
 import { INSERT_SQL, insertParams, SELECT_SQL } from './floor.js';
 import { type LoadResult, load, loop } from './load.js';
-import { spawnChild } from './processes.js';
+import { type Child, spawnChild } from './processes.js';
 
 /** Throughput at 16 concurrent clients, beside a bare node:http server and the driver alone. */
 
@@ -39,7 +40,7 @@ export async function accept(token: string): Promise<void> {
     const start = { query: START, variables: { input: body }, isQuery: false };
     const results = await alternate(
       [
-        ...clientContenders(token, start, ok200, api.url, yogaOnly.url),
+        ...clientContenders(token, start, ok200, api, yogaOnly),
         [
           'rest',
           () =>
@@ -52,6 +53,7 @@ export async function accept(token: string): Promise<void> {
               warmupMs: WARMUP_MS,
               durationMs: DURATION_MS,
               check: (s) => s === 202,
+              cpu: cpuOf(api),
             }),
         ],
         [
@@ -65,6 +67,7 @@ export async function accept(token: string): Promise<void> {
               concurrency: CONCURRENCY,
               warmupMs: WARMUP_MS,
               durationMs: DURATION_MS,
+              cpu: cpuOf(floor),
             }),
         ],
         [
@@ -75,20 +78,26 @@ export async function accept(token: string): Promise<void> {
               CONCURRENCY,
               WARMUP_MS,
               DURATION_MS,
+              cpuOf(undefined),
             ),
         ],
       ],
       truncate,
     );
     const f = results.get('floor')!;
-    out('| contender | requests/s | p50 ms | p99 ms | vs floor |');
-    out('| --- | ---: | ---: | ---: | ---: |');
+    out(HEADER);
     for (const client of CLIENTS)
-      out(row(`\`startTask\` as ${client.name} sends it (ROLE=api)`, results.get(client.name)!, f));
-    out(row('A/B: Apollo Client 4’s, through yoga’s own HTTP layer', results.get('yoga only')!, f));
-    out(row('`POST /v1/jobs` (taskhandle, ROLE=api)', results.get('rest')!, f));
-    out(row('floor: bare node:http, same insert + notify', f, f));
-    out(row('driver alone: pg, same statement, no HTTP', results.get('driver')!, f));
+      out(
+        cpuRow(`\`startTask\` as ${client.name} sends it (ROLE=api)`, results.get(client.name)!, f),
+      );
+    out(
+      cpuRow('A/B: Apollo Client 4’s, through yoga’s own HTTP layer', results.get('yoga only')!, f),
+    );
+    out(cpuRow('`POST /v1/jobs` (taskhandle, ROLE=api)', results.get('rest')!, f));
+    out(cpuRow('floor: bare node:http, same insert + notify', f, f));
+    out(cpuRow('driver alone: pg, same statement, no HTTP', results.get('driver')!, f));
+    out();
+    out(CPU_NOTE);
     out();
     for (const client of CLIENTS) {
       const r = results.get(client.name)!.perSecond / f.perSecond;
@@ -123,7 +132,7 @@ export async function poll(token: string): Promise<void> {
     const polling = { query: POLL, variables: { id }, isQuery: true };
     const working = (status: number, text: string) => status === 200 && text.includes('"WORKING"');
     const results = await alternate([
-      ...clientContenders(token, polling, working, api.url, yogaOnly.url),
+      ...clientContenders(token, polling, working, api, yogaOnly),
       [
         'rest',
         () =>
@@ -133,6 +142,7 @@ export async function poll(token: string): Promise<void> {
             concurrency: CONCURRENCY,
             warmupMs: WARMUP_MS,
             durationMs: DURATION_MS,
+            cpu: cpuOf(api),
           }),
       ],
       [
@@ -143,24 +153,36 @@ export async function poll(token: string): Promise<void> {
             concurrency: CONCURRENCY,
             warmupMs: WARMUP_MS,
             durationMs: DURATION_MS,
+            cpu: cpuOf(floor),
           }),
       ],
       [
         'driver',
         () =>
-          loop(() => pool.query(SELECT_SQL, [id, 'alice']), CONCURRENCY, WARMUP_MS, DURATION_MS),
+          loop(
+            () => pool.query(SELECT_SQL, [id, 'alice']),
+            CONCURRENCY,
+            WARMUP_MS,
+            DURATION_MS,
+            cpuOf(undefined),
+          ),
       ],
     ]);
     const cache = await api.ask<{ hits: number; misses: number }>('cache');
     const f = results.get('floor')!;
-    out('| contender | requests/s | p50 ms | p99 ms | vs floor |');
-    out('| --- | ---: | ---: | ---: | ---: |');
+    out(HEADER);
     for (const client of CLIENTS)
-      out(row(`\`task(id)\` as ${client.name} sends it (ROLE=api)`, results.get(client.name)!, f));
-    out(row('A/B: Apollo Client 4’s, through yoga’s own HTTP layer', results.get('yoga only')!, f));
-    out(row('`GET /v1/jobs/{id}` (taskhandle, ROLE=api)', results.get('rest')!, f));
-    out(row('floor: bare node:http, same select', f, f));
-    out(row('driver alone: pg, same select, no HTTP', results.get('driver')!, f));
+      out(
+        cpuRow(`\`task(id)\` as ${client.name} sends it (ROLE=api)`, results.get(client.name)!, f),
+      );
+    out(
+      cpuRow('A/B: Apollo Client 4’s, through yoga’s own HTTP layer', results.get('yoga only')!, f),
+    );
+    out(cpuRow('`GET /v1/jobs/{id}` (taskhandle, ROLE=api)', results.get('rest')!, f));
+    out(cpuRow('floor: bare node:http, same select', f, f));
+    out(cpuRow('driver alone: pg, same select, no HTTP', results.get('driver')!, f));
+    out();
+    out(CPU_NOTE);
     out();
     out(
       `Row cache in the api process over the run: ${fmt(cache.hits)} hits, ${fmt(cache.misses)} misses (a miss is a query).`,
@@ -185,19 +207,35 @@ function clientContenders(
   token: string,
   operation: Parameters<typeof clientRequest>[3],
   check: (status: number, text: string) => boolean,
-  url: string,
-  yogaOnlyUrl: string,
+  api: Child,
+  yogaOnly: Child,
 ): Array<[string, () => Promise<LoadResult>]> {
-  const as = (client: (typeof CLIENTS)[number], to: string) => () =>
+  const as = (client: (typeof CLIENTS)[number], to: Child) => () =>
     load({
-      ...clientRequest(client, to, token, operation),
+      ...clientRequest(client, to.url, token, operation),
       concurrency: CONCURRENCY,
       warmupMs: WARMUP_MS,
       durationMs: DURATION_MS,
       check,
+      cpu: cpuOf(to),
     });
   return [
-    ...CLIENTS.map((client): [string, () => Promise<LoadResult>] => [client.name, as(client, url)]),
-    ['yoga only', as(CLIENTS[0]!, yogaOnlyUrl)],
+    ...CLIENTS.map((client): [string, () => Promise<LoadResult>] => [client.name, as(client, api)]),
+    ['yoga only', as(CLIENTS[0]!, yogaOnly)],
   ];
+}
+
+const HEADER = [
+  '| contender | requests/s | p50 ms | p99 ms | vs floor | CPU ms a request: server | Postgres | load generator | all three |',
+  '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+].join('\n');
+
+const CPU_NOTE =
+  "CPU ms a request: over the measured stretch of the run kept, the server process that answers, every Postgres process of this machine (/proc) and the load generator (this process), each divided by the requests of the stretch. The three share the 2 cores: a contender whose three together keep the cores busy (2,000 ms of CPU a second) is bound by that sum; one that leaves them idle waits on each request in turn, its commit and the server's own work on one thread.";
+
+/** A contender's row with the CPU a request cost each side over its measured stretch. */
+function cpuRow(label: string, result: LoadResult, floor: LoadResult): string {
+  const { server, postgres, client } = result.cpu!;
+  const cells = [server, postgres, client, server + postgres + client].map((ms) => fmt(ms, 3));
+  return `${row(label, result, floor)} ${cells.join(' | ')} |`;
 }

@@ -107,6 +107,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const address = server.address() as { port: number };
     process.send!({ type: 'listening', url: `http://127.0.0.1:${address.port}` });
   });
+  process.on('message', (message: { type: string }) => {
+    if (message.type === 'cpu') process.send!({ type: 'cpu', ...process.cpuUsage() });
+  });
   process.on('SIGTERM', () => {
     server.close();
     server.closeAllConnections();

@@ -12,6 +12,18 @@ export interface LoadOptions {
   durationMs: number;
   /** Refuses an answer that is not what the endpoint should say (counted as an error). */
   check?: (status: number, body: string) => boolean;
+  /** The CPU each side spends over the measured stretch (see bench/cpu-split.ts). */
+  cpu?: CpuWindow;
+}
+
+/** Starts when the warm-up ends; its result is the CPU ms each side spent until `end`. */
+export type CpuWindow = () => Promise<{ end(): Promise<CpuSplit> }>;
+
+/** CPU ms: the server process, Postgres, and this process (the load generator). */
+export interface CpuSplit {
+  server: number;
+  postgres: number;
+  client: number;
 }
 
 export interface LoadResult {
@@ -20,6 +32,8 @@ export interface LoadResult {
   perSecond: number;
   p50Ms: number;
   p99Ms: number;
+  /** CPU ms a request over the measured stretch, when measured. */
+  cpu?: CpuSplit | undefined;
 }
 
 export function percentile(sorted: readonly number[], p: number): number {
@@ -66,6 +80,7 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
   let firstError: string | undefined;
   const warmupUntil = performance.now() + options.warmupMs;
   const until = warmupUntil + options.durationMs;
+  const window = measureFrom(options.warmupMs, options.cpu);
   const client = async () => {
     for (;;) {
       const started = performance.now();
@@ -87,6 +102,7 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
     }
   };
   await Promise.all(Array.from({ length: options.concurrency }, client));
+  const cpu = await window.end(latencies.length + errors);
   agent.destroy();
   if (firstError) console.error(`  (${errors} errors; first: ${firstError})`);
   latencies.sort((a, b) => a - b);
@@ -96,6 +112,31 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
     perSecond: latencies.length / (options.durationMs / 1000),
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
+    cpu,
+  };
+}
+
+/**
+ * The CPU window of a load: opened once `warmupMs` have passed, closed when the last request
+ * is answered, and divided by the requests sent after the warm-up.
+ */
+function measureFrom(
+  warmupMs: number,
+  cpu: CpuWindow | undefined,
+): { end(requests: number): Promise<CpuSplit | undefined> } {
+  if (!cpu) return { end: async () => undefined };
+  const opened = new Promise<{ end(): Promise<CpuSplit> }>((resolve, reject) =>
+    setTimeout(() => cpu().then(resolve, reject), warmupMs),
+  );
+  return {
+    async end(requests) {
+      const spent = await (await opened).end();
+      return {
+        server: spent.server / requests,
+        postgres: spent.postgres / requests,
+        client: spent.client / requests,
+      };
+    },
   };
 }
 
@@ -105,11 +146,13 @@ export async function loop(
   concurrency: number,
   warmupMs: number,
   durationMs: number,
+  cpu?: CpuWindow,
 ): Promise<LoadResult> {
   const latencies: number[] = [];
   let errors = 0;
   const warmupUntil = performance.now() + warmupMs;
   const until = warmupUntil + durationMs;
+  const window = measureFrom(warmupMs, cpu);
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       for (;;) {
@@ -124,6 +167,7 @@ export async function loop(
       }
     }),
   );
+  const spent = await window.end(latencies.length + errors);
   latencies.sort((a, b) => a - b);
   return {
     requests: latencies.length,
@@ -131,5 +175,6 @@ export async function loop(
     perSecond: latencies.length / (durationMs / 1000),
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
+    cpu: spent,
   };
 }

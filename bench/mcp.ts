@@ -12,13 +12,14 @@ import {
   verdict,
   WARMUP_MS,
 } from './common.js';
+import { cpuOf } from './cpu-split.js';
 import { type LoadOptions, type LoadResult, load } from './load.js';
 import type { Child } from './processes.js';
 
 /**
  * `tools/call` with `task` on /mcp beside `startTask` over GraphQL, on one api process in the
  * same run: both validate, insert and commit a task before answering. Beside the rate, the
- * api process's CPU a request (warm-up included, every answer counted): on two shared cores
+ * api process's CPU a request (over the measured stretch): on two shared cores
  * the rate swings with the load of the machine, the CPU a request much less.
  */
 
@@ -56,23 +57,9 @@ async function openSession(url: string, token: string): Promise<string> {
   return session;
 }
 
-type Measured = LoadResult & { cpuMs: number };
-
-/** `load` with the api process's CPU over the whole of it, divided by every answer it gave. */
-async function measured(api: Child, options: LoadOptions): Promise<Measured> {
-  let answers = 0;
-  const check = options.check!;
-  const before = await api.ask<{ user: number; system: number }>('cpu');
-  const result = await load({
-    ...options,
-    check: (status, text) => {
-      answers++;
-      return check(status, text);
-    },
-  });
-  const after = await api.ask<{ user: number; system: number }>('cpu');
-  const cpuMs = (after.user - before.user + after.system - before.system) / 1000 / answers;
-  return { ...result, cpuMs };
+/** `load` with the api process's CPU a request over the measured stretch (bench/cpu-split.ts). */
+function measured(api: Child, options: LoadOptions): Promise<LoadResult> {
+  return load({ ...options, cpu: cpuOf(api) });
 }
 
 export async function mcp(token: string): Promise<void> {
@@ -132,9 +119,10 @@ export async function mcp(token: string): Promise<void> {
       ],
       truncate,
     );
-    const g = results.get('graphql') as Measured;
-    const m = results.get('mcp') as Measured;
-    const cpu = (r: Measured) => ` ${fmt(r.cpuMs, 3)} | ${(r.cpuMs / g.cpuMs).toFixed(2)}× |`;
+    const g = results.get('graphql')!;
+    const m = results.get('mcp')!;
+    const cpu = (r: LoadResult) =>
+      ` ${fmt(r.cpu!.server, 3)} | ${(r.cpu!.server / g.cpu!.server).toFixed(2)}× |`;
     out(
       '| contender | requests/s | p50 ms | p99 ms | vs GraphQL | api CPU ms a request | vs GraphQL |',
     );
