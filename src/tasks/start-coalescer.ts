@@ -2,6 +2,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { DatabaseUnavailable } from '../db/faults.js';
 import type { Executor } from '../db/types.js';
 import type { InsertOutcome } from './sql/insert.js';
+import { insertTasks } from './sql/insert-many.js';
 import {
   answerStart,
   type PreparedStart,
@@ -27,7 +28,10 @@ interface Waiting {
  * in flight is written alone at once, as it would be without this; those that arrive
  * meanwhile are written together when it is done, up to COALESCED_STARTS_MAX in one
  * transaction, each entry's statement as it would run alone and in arrival order (two with
- * one idempotency key behave as if sent one after the other). Every caller is answered after
+ * one idempotency key behave as if sent one after the other). When none of them has an
+ * idempotency key, a webhook, a debounce or a lease (nothing to refuse or settle alone), that
+ * transaction is one statement for them all (`insertTasks`): one round trip to Postgres, not
+ * one a start and two more for the transaction. Every caller is answered after
  * the commit that stores its task, with its own answer: a refusal (IDEMPOTENCY_KEY_REUSED)
  * refuses that entry only. Should a statement of the transaction fail, it is rolled back and
  * each entry written alone, so one entry's failure is its own; when the database is
@@ -74,11 +78,13 @@ export class StartCoalescer {
     if (batch.length === 1) return alone(this.db, batch[0]!);
     let outcomes: InsertOutcome[];
     try {
-      outcomes = await this.db.transaction().execute(async (trx) => {
-        const written: InsertOutcome[] = [];
-        for (const { entry } of batch) written.push(await writeStart(trx, entry));
-        return written;
-      });
+      outcomes = batch.every(({ entry }) => plain(entry))
+        ? await insertedTogether(this.db, batch)
+        : await this.db.transaction().execute(async (trx) => {
+            const written: InsertOutcome[] = [];
+            for (const { entry } of batch) written.push(await writeStart(trx, entry));
+            return written;
+          });
     } catch (err) {
       if (err instanceof DatabaseUnavailable) for (const waiting of batch) waiting.reject(err);
       else await Promise.all(batch.map((waiting) => alone(this.db, waiting)));
@@ -92,6 +98,24 @@ export class StartCoalescer {
       }
     }
   }
+}
+
+/** A start `insertTasks` stores as `writeStart` would: no key, webhook, debounce or lease. */
+function plain({ task, webhook, lease }: PreparedStart): boolean {
+  return !webhook && !lease && task.idempotencyKey === null && !task.debounce;
+}
+
+/** Plain starts in one statement; every one is stored (no key: nothing is skipped). */
+async function insertedTogether(db: Executor, batch: Waiting[]): Promise<InsertOutcome[]> {
+  const stored = await insertTasks(
+    db,
+    batch.map(({ entry }) => entry.task),
+  );
+  return batch.map(({ entry }) => {
+    const row = stored.get(entry.task.id);
+    if (!row) throw new Error(`start ${entry.task.id} was not stored with its batch`);
+    return { created: true, row };
+  });
 }
 
 async function alone(db: Executor, { entry, resolve, reject }: Waiting): Promise<void> {

@@ -163,7 +163,6 @@ export async function startBatch(
   ) {
     const stored = await insertTasks(
       db,
-      actor.id,
       prepared.map((entry) => entry.task),
     );
     return prepared.map(
@@ -189,7 +188,6 @@ export async function startBatch(
       const run = prepared.slice(from, to);
       const stored = await insertTasks(
         trx,
-        actor.id,
         run.map((entry) => entry.task),
       );
       for (const [offset, entry] of run.entries()) {

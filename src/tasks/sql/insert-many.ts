@@ -5,18 +5,16 @@ import { insertLabelRows, jsonText, notifyChanged, notifyReady } from './common.
 import type { NewTask } from './insert.js';
 
 /**
- * Stores many new tasks of one owner in one statement, as `insertTask` stores each (the same
- * columns, times, labels and notifications; no webhook, no lease, no debounce), in the order
- * given. A task
- * whose idempotency key this owner already used (before, or earlier in `tasks`) is not stored:
- * it has no row in the answer, and its caller settles it as `insertTask` would, alone.
+ * Stores many new tasks in one statement, as `insertTask` stores each (the same columns,
+ * times, labels and notifications; no webhook, no lease, no debounce), in the order given. A
+ * task whose idempotency key its owner already used (before, or earlier in `tasks`) is not
+ * stored: it has no row in the answer, and its caller settles it as `insertTask` would, alone.
  * Statement text is the same for any number of tasks (one array a column): prepared once per
  * connection.
  * @returns the rows stored, by id
  */
 export async function insertTasks(
   db: Executor,
-  owner: string,
   tasks: readonly NewTask[],
 ): Promise<Map<string, TaskRow>> {
   const col = <T>(pick: (task: NewTask) => T) => tasks.map(pick);
@@ -24,7 +22,8 @@ export async function insertTasks(
     with c as (select date_trunc('milliseconds', now()) as at),
     r as (
       select r.*, date_trunc('milliseconds', r.run_at_asked) as asked
-      from unnest(${col((t) => t.id)}::uuid[], ${col((t) => t.kind)}::text[],
+      from unnest(${col((t) => t.id)}::uuid[], ${col((t) => t.owner)}::text[],
+                  ${col((t) => t.kind)}::text[],
                   ${col((t) => jsonText(t.input))}::jsonb[], ${col((t) => t.ttlMs)}::int[],
                   ${col((t) => t.pollIntervalMs)}::int[], ${col((t) => t.idempotencyKey)}::text[],
                   ${col((t) => t.retry.maxAttempts)}::int[], ${col((t) => t.timeoutMs)}::int[],
@@ -37,7 +36,7 @@ export async function insertTasks(
                   ${col((t) => t.scheduleKey ?? null)}::text[],
                   ${col((t) => t.rateLimitKey ?? null)}::text[], ${col((t) => t.rateLimit?.limit ?? null)}::int[],
                   ${col((t) => t.rateLimit?.periodMs ?? null)}::int[])
-        with ordinality as r(id, kind, input, ttl_ms, poll_interval_ms, idempotency_key,
+        with ordinality as r(id, owner, kind, input, ttl_ms, poll_interval_ms, idempotency_key,
                              max_attempts, timeout_ms, run_at_asked, priority, concurrency_key,
                              concurrency_limit, retry_initial_delay_ms, retry_factor,
                              retry_max_delay_ms, labels, retry_of, trace_parent, schedule_key,
@@ -48,7 +47,7 @@ export async function insertTasks(
                          priority, concurrency_key, concurrency_limit, retry_initial_delay_ms,
                          retry_factor, retry_max_delay_ms, labels, retry_of, trace_parent,
                          schedule_key, rate_limit_key, rate_limit, rate_period_ms)
-      select r.id, ${owner}, r.kind, r.input, r.ttl_ms, c.at, c.at,
+      select r.id, r.owner, r.kind, r.input, r.ttl_ms, c.at, c.at,
              c.at + r.ttl_ms * interval '1 millisecond', r.poll_interval_ms, r.idempotency_key,
              r.max_attempts, r.timeout_ms, greatest(c.at, r.asked),
              case when r.asked > c.at then 'time' end, r.priority, r.concurrency_key,

@@ -85,6 +85,46 @@ describe('starts in flight together', () => {
     expect(batched[0]).not.toBe(alone);
   });
 
+  it('writes starts with nothing to settle alone in one statement, whoever their owners', async () => {
+    const bob: Actor = { id: 'bob', admin: false };
+    const requests: Array<[Actor, StartRequest]> = [
+      [alice, { kind: 'hold', input: { n: 0 } }],
+      [alice, { kind: 'hold', input: { n: 1 }, labels: { team: 'a' } }],
+      [bob, { kind: 'hold', input: { n: 2 } }],
+      [alice, { kind: 'hold', input: { n: 3 }, labels: { team: 'b' } }],
+    ];
+    const started = await Promise.all(
+      requests.map(([actor, request]) => t.app.tasks.start(actor, request)),
+    );
+    expect(started.map((s) => [s.created, s.task.owner, s.task.input])).toEqual([
+      [true, 'alice', { n: 0 }],
+      [true, 'alice', { n: 1 }],
+      [true, 'bob', { n: 2 }],
+      [true, 'alice', { n: 3 }],
+    ]);
+    const ids = started.map((s) => s.task.id);
+    // Rows one statement wrote share its transaction (xmin) and its command (cmin).
+    const { rows } = await sql<{ id: string; writer: string }>`
+      select id, xmin::text || '/' || cmin::text as writer from tasks
+      where id = any(${ids}::uuid[])`.execute(t.app.db.kysely);
+    const writer = new Map(rows.map((row) => [row.id, row.writer]));
+    const [alone, ...batched] = ids.map((id) => writer.get(id));
+    expect(new Set(batched).size).toBe(1);
+    expect(batched[0]).not.toBe(alone);
+    // Stored as a start alone stores it: its owner's, with its label rows.
+    const labels = await t.app.db.kysely
+      .selectFrom('task_labels')
+      .select(['task_id', 'owner', 'key', 'value'])
+      .where('task_id', 'in', ids)
+      .orderBy('value')
+      .execute();
+    expect(labels).toEqual([
+      { task_id: ids[1], owner: 'alice', key: 'team', value: 'a' },
+      { task_id: ids[3], owner: 'alice', key: 'team', value: 'b' },
+    ]);
+    expect(await t.app.tasks.get(bob, ids[2]!)).toMatchObject({ id: ids[2], owner: 'bob' });
+  });
+
   it('writes each entry alone when a statement of their transaction fails', async () => {
     // A real failure of one entry's statement: a trigger refusing one input.
     await sql`create function refuse_boom() returns trigger language plpgsql as $$
