@@ -5,10 +5,11 @@ import type { InsertOutcome } from './sql/insert.js';
 import { insertTasks } from './sql/insert-many.js';
 import {
   answerStart,
+  inRun,
   type PreparedStart,
   type StoredStart,
   storeStart,
-  writeStart,
+  writeInRuns,
 } from './start.js';
 
 /** The most starts one coalesced transaction writes; more wait for the next. */
@@ -27,11 +28,11 @@ interface Waiting {
  * the lock is taken once a transaction, not once a notification. A start that finds nothing
  * in flight is written alone at once, as it would be without this; those that arrive
  * meanwhile are written together when it is done, up to COALESCED_STARTS_MAX in one
- * transaction, each entry's statement as it would run alone and in arrival order (two with
- * one idempotency key behave as if sent one after the other). When none of them has an
- * idempotency key, a webhook, a debounce or a lease (nothing to refuse or settle alone), that
- * transaction is one statement for them all (`insertTasks`): one round trip to Postgres, not
- * one a start and two more for the transaction. Every caller is answered after
+ * transaction, in arrival order and as few statements as `writeInRuns` can (two with one
+ * idempotency key behave as if sent one after the other). When none of them has an
+ * idempotency key, a webhook, a debounce or a lease (nothing to refuse or settle alone), the
+ * transaction is that one statement (`insertTasks`), with no BEGIN and COMMIT around it: one
+ * round trip to Postgres for them all. Every caller is answered after
  * the commit that stores its task, with its own answer: a refusal (IDEMPOTENCY_KEY_REUSED)
  * refuses that entry only. Should a statement of the transaction fail, it is rolled back and
  * each entry written alone, so one entry's failure is its own; when the database is
@@ -78,13 +79,14 @@ export class StartCoalescer {
     if (batch.length === 1) return alone(this.db, batch[0]!);
     let outcomes: InsertOutcome[];
     try {
-      outcomes = batch.every(({ entry }) => plain(entry))
+      outcomes = batch.every(({ entry }) => inRun(entry) && entry.task.idempotencyKey === null)
         ? await insertedTogether(this.db, batch)
-        : await this.db.transaction().execute(async (trx) => {
-            const written: InsertOutcome[] = [];
-            for (const { entry } of batch) written.push(await writeStart(trx, entry));
-            return written;
-          });
+        : await this.db.transaction().execute((trx) =>
+            writeInRuns(
+              trx,
+              batch.map(({ entry }) => entry),
+            ),
+          );
     } catch (err) {
       if (err instanceof DatabaseUnavailable) for (const waiting of batch) waiting.reject(err);
       else await Promise.all(batch.map((waiting) => alone(this.db, waiting)));
@@ -100,12 +102,7 @@ export class StartCoalescer {
   }
 }
 
-/** A start `insertTasks` stores as `writeStart` would: no key, webhook, debounce or lease. */
-function plain({ task, webhook, lease }: PreparedStart): boolean {
-  return !webhook && !lease && task.idempotencyKey === null && !task.debounce;
-}
-
-/** Plain starts in one statement; every one is stored (no key: nothing is skipped). */
+/** Starts `insertTasks` can write, without keys: one statement, every one stored. */
 async function insertedTogether(db: Executor, batch: Waiting[]): Promise<InsertOutcome[]> {
   const stored = await insertTasks(
     db,

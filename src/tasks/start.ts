@@ -135,10 +135,8 @@ export function answerStart(outcome: InsertOutcome): StoredStart {
 /**
  * Starts up to MAX_BATCH_SIZE tasks in one transaction: every entry is checked before any
  * is stored, and a refused entry (named by its 0-based index) stores nothing. The entries are
- * stored in order, as many at a time as one statement can (`insertTasks`): a run of entries
- * without a webhook goes in one statement; an entry with one, or one whose idempotency key
- * found a task already stored, is settled alone (`writeStart`), so that each answers exactly as
- * it would have in a batch of one, in its place.
+ * stored in order, as many at a time as one statement can ({@link writeInRuns}), so that each
+ * answers exactly as it would have in a batch of one, in its place.
  */
 export async function startBatch(
   db: Executor,
@@ -170,38 +168,55 @@ export async function startBatch(
     );
   }
   return db.transaction().execute(async (trx) => {
-    const tasks: Task[] = [];
     // Debounced entries join their bursts one at a time, in key order (see writeOrder).
     if (prepared.some((entry) => entry.task.debounce)) {
+      const tasks: Task[] = [];
       for (const index of writeOrder(prepared))
         tasks[index] = (await atEntry(index, () => storeStart(trx, prepared[index]!))).task;
       return tasks;
     }
-    for (let from = 0; from < prepared.length; ) {
-      if (prepared[from]!.webhook) {
-        tasks.push((await atEntry(from, () => storeStart(trx, prepared[from]!))).task);
-        from++;
-        continue;
-      }
-      let to = from;
-      while (to < prepared.length && !prepared[to]!.webhook) to++;
-      const run = prepared.slice(from, to);
-      const stored = await insertTasks(
-        trx,
-        run.map((entry) => entry.task),
-      );
-      for (const [offset, entry] of run.entries()) {
-        const row = stored.get(entry.task.id);
-        tasks.push(
-          row
-            ? answerStart({ created: true, row }).task
-            : (await atEntry(from + offset, () => storeStart(trx, entry))).task,
-        );
-      }
-      from = to;
-    }
-    return tasks;
+    const outcomes = await writeInRuns(trx, prepared);
+    return outcomes.map((outcome, index) => atEntry(index, () => answerStart(outcome)).task);
   });
+}
+
+/**
+ * Writes prepared starts on `trx`, a transaction, in order and as many at a time as one
+ * statement can (`insertTasks`): a run of entries without a webhook, a lease or a debounce goes
+ * in one statement; an entry with one, or one whose idempotency key found a task already
+ * stored, is written alone (`writeStart`) in its place, so that each outcome is what it would
+ * be had the entries been written one after the other. Refusals are left to `answerStart`.
+ */
+export async function writeInRuns(
+  trx: Executor,
+  entries: readonly PreparedStart[],
+): Promise<InsertOutcome[]> {
+  const outcomes: InsertOutcome[] = [];
+  for (let from = 0; from < entries.length; ) {
+    if (!inRun(entries[from]!)) {
+      outcomes.push(await writeStart(trx, entries[from]!));
+      from++;
+      continue;
+    }
+    let to = from;
+    while (to < entries.length && inRun(entries[to]!)) to++;
+    const run = entries.slice(from, to);
+    const stored = await insertTasks(
+      trx,
+      run.map((entry) => entry.task),
+    );
+    for (const entry of run) {
+      const row = stored.get(entry.task.id);
+      outcomes.push(row ? { created: true, row } : await writeStart(trx, entry));
+    }
+    from = to;
+  }
+  return outcomes;
+}
+
+/** A start `insertTasks` can write: no webhook, no lease, no debounce. */
+export function inRun({ task, webhook, lease }: PreparedStart): boolean {
+  return !webhook && !lease && !task.debounce;
 }
 
 /**

@@ -125,6 +125,25 @@ describe('starts in flight together', () => {
     expect(await t.app.tasks.get(bob, ids[2]!)).toMatchObject({ id: ids[2], owner: 'bob' });
   });
 
+  it('writes keyed starts together in one statement, a key met twice as one request after another', async () => {
+    const [first, a, b, again] = (
+      await together([
+        { kind: 'hold', input: { keyed: 0 } },
+        { kind: 'hold', input: { keyed: 1 }, idempotencyKey: 'run-a' },
+        { kind: 'hold', input: { keyed: 2 }, idempotencyKey: 'run-b' },
+        { kind: 'hold', input: { keyed: 1 }, idempotencyKey: 'run-a' },
+      ])
+    ).map((result) => fulfilled(result));
+    expect([a, b, again].map((s) => s!.created)).toEqual([true, true, false]);
+    expect(again!.task.id).toBe(a!.task.id);
+    const { rows } = await sql<{ id: string; writer: string }>`
+      select id, xmin::text || '/' || cmin::text as writer from tasks
+      where id = any(${[first!.task.id, a!.task.id, b!.task.id]}::uuid[])`.execute(t.app.db.kysely);
+    const writer = new Map(rows.map((row) => [row.id, row.writer]));
+    expect(writer.get(a!.task.id)).toBe(writer.get(b!.task.id));
+    expect(writer.get(first!.task.id)).not.toBe(writer.get(a!.task.id));
+  });
+
   it('writes each entry alone when a statement of their transaction fails', async () => {
     // A real failure of one entry's statement: a trigger refusing one input.
     await sql`create function refuse_boom() returns trigger language plpgsql as $$
