@@ -85,18 +85,12 @@ export async function accept(token: string): Promise<void> {
       truncate,
     );
     const f = results.get('floor')!;
-    out(HEADER);
-    for (const client of CLIENTS)
-      out(
-        cpuRow(`\`startTask\` as ${client.name} sends it (ROLE=api)`, results.get(client.name)!, f),
-      );
-    out(
-      cpuRow('A/B: Apollo Client 4’s, through yoga’s own HTTP layer', results.get('yoga only')!, f),
-    );
-    out(cpuRow('`POST /v1/jobs` (taskhandle, ROLE=api)', results.get('rest')!, f));
-    out(cpuRow('floor: bare node:http, same insert + notify', f, f));
-    out(cpuRow('driver alone: pg, same statement, no HTTP', results.get('driver')!, f));
-    out();
+    table(results, {
+      operation: '`startTask`',
+      rest: '`POST /v1/jobs`',
+      floor: 'same insert + notify',
+      driver: 'same statement',
+    });
     out(CPU_NOTE);
     out();
     for (const client of CLIENTS) {
@@ -170,20 +164,12 @@ export async function poll(token: string): Promise<void> {
     ]);
     const cache = await api.ask<{ hits: number; misses: number }>('cache');
     const f = results.get('floor')!;
-    out(HEADER);
-    for (const client of CLIENTS)
-      out(
-        cpuRow(`\`task(id)\` as ${client.name} sends it (ROLE=api)`, results.get(client.name)!, f),
-      );
-    out(
-      cpuRow('A/B: Apollo Client 4’s, through yoga’s own HTTP layer', results.get('yoga only')!, f),
-    );
-    out(cpuRow('`GET /v1/jobs/{id}` (taskhandle, ROLE=api)', results.get('rest')!, f));
-    out(cpuRow('floor: bare node:http, same select', f, f));
-    out(cpuRow('driver alone: pg, same select, no HTTP', results.get('driver')!, f));
-    out();
-    out(CPU_NOTE);
-    out();
+    table(results, {
+      operation: '`task(id)`',
+      rest: '`GET /v1/jobs/{id}`',
+      floor: 'same select',
+      driver: 'same select',
+    });
     out(
       `Row cache in the api process over the run: ${fmt(cache.hits)} hits, ${fmt(cache.misses)} misses (a miss is a query).`,
     );
@@ -223,6 +209,35 @@ function clientContenders(
     ...CLIENTS.map((client): [string, () => Promise<LoadResult>] => [client.name, as(client, api)]),
     ['yoga only', as(CLIENTS[0]!, yogaOnly)],
   ];
+}
+
+/**
+ * A throughput table: each contender's rate and latency beside the floor's, and the CPU a
+ * request cost each side, then what the CPU columns mean.
+ */
+function table(
+  results: Map<string, LoadResult>,
+  what: { operation: string; rest: string; floor: string; driver: string },
+): void {
+  const f = results.get('floor')!;
+  out(HEADER);
+  for (const client of CLIENTS)
+    out(
+      cpuRow(
+        `${what.operation} as ${client.name} sends it (ROLE=api)`,
+        results.get(client.name)!,
+        f,
+      ),
+    );
+  out(
+    cpuRow('A/B: Apollo Client 4’s, through yoga’s own HTTP layer', results.get('yoga only')!, f),
+  );
+  out(cpuRow(`${what.rest} (taskhandle, ROLE=api)`, results.get('rest')!, f));
+  out(cpuRow(`floor: bare node:http, ${what.floor}`, f, f));
+  out(cpuRow(`driver alone: pg, ${what.driver}, no HTTP`, results.get('driver')!, f));
+  out();
+  out(CPU_NOTE);
+  out();
 }
 
 const HEADER = [

@@ -2,7 +2,6 @@ import { AsyncResource } from 'node:async_hooks';
 import { DatabaseUnavailable } from '../db/faults.js';
 import type { Executor } from '../db/types.js';
 import type { InsertOutcome } from './sql/insert.js';
-import { insertTasks } from './sql/insert-many.js';
 import {
   answerStart,
   inRun,
@@ -31,7 +30,7 @@ interface Waiting {
  * transaction, in arrival order and as few statements as `writeInRuns` can (two with one
  * idempotency key behave as if sent one after the other). When none of them has an
  * idempotency key, a webhook, a debounce or a lease (nothing to refuse or settle alone), the
- * transaction is that one statement (`insertTasks`), with no BEGIN and COMMIT around it: one
+ * transaction is that one statement (one run), with no BEGIN and COMMIT around it: one
  * round trip to Postgres for them all. Every caller is answered after
  * the commit that stores its task, with its own answer: a refusal (IDEMPOTENCY_KEY_REUSED)
  * refuses that entry only. Should a statement of the transaction fail, it is rolled back and
@@ -79,14 +78,10 @@ export class StartCoalescer {
     if (batch.length === 1) return alone(this.db, batch[0]!);
     let outcomes: InsertOutcome[];
     try {
-      outcomes = batch.every(({ entry }) => inRun(entry) && entry.task.idempotencyKey === null)
-        ? await insertedTogether(this.db, batch)
-        : await this.db.transaction().execute((trx) =>
-            writeInRuns(
-              trx,
-              batch.map(({ entry }) => entry),
-            ),
-          );
+      const entries = batch.map(({ entry }) => entry);
+      outcomes = entries.every((entry) => inRun(entry) && entry.task.idempotencyKey === null)
+        ? await writeInRuns(this.db, entries)
+        : await this.db.transaction().execute((trx) => writeInRuns(trx, entries));
     } catch (err) {
       if (err instanceof DatabaseUnavailable) for (const waiting of batch) waiting.reject(err);
       else await Promise.all(batch.map((waiting) => alone(this.db, waiting)));
@@ -100,19 +95,6 @@ export class StartCoalescer {
       }
     }
   }
-}
-
-/** Starts `insertTasks` can write, without keys: one statement, every one stored. */
-async function insertedTogether(db: Executor, batch: Waiting[]): Promise<InsertOutcome[]> {
-  const stored = await insertTasks(
-    db,
-    batch.map(({ entry }) => entry.task),
-  );
-  return batch.map(({ entry }) => {
-    const row = stored.get(entry.task.id);
-    if (!row) throw new Error(`start ${entry.task.id} was not stored with its batch`);
-    return { created: true, row };
-  });
 }
 
 async function alone(db: Executor, { entry, resolve, reject }: Waiting): Promise<void> {

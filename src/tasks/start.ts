@@ -181,11 +181,12 @@ export async function startBatch(
 }
 
 /**
- * Writes prepared starts on `trx`, a transaction, in order and as many at a time as one
- * statement can (`insertTasks`): a run of entries without a webhook, a lease or a debounce goes
- * in one statement; an entry with one, or one whose idempotency key found a task already
- * stored, is written alone (`writeStart`) in its place, so that each outcome is what it would
- * be had the entries been written one after the other. Refusals are left to `answerStart`.
+ * Writes prepared starts on `trx` in order and as many at a time as one statement can
+ * (`insertTasks`): a run of entries without a webhook, a lease or a debounce goes in one
+ * statement; an entry with one, or one whose idempotency key found a task already stored, is
+ * written alone (`writeStart`) in its place, so that each outcome is what it would be had the
+ * entries been written one after the other. `trx` is a transaction, but for entries that make
+ * one run without keys: their one statement stores them all. Refusals are left to `answerStart`.
  */
 export async function writeInRuns(
   trx: Executor,
